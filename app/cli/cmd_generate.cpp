@@ -1,0 +1,168 @@
+// `inkling generate`: prompt (token ids) -> sampled continuation, with timings, optional JSON
+// output and a dump of the teacher-forced prompt logits (.npy).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/npy.h"
+#include "commands.h"
+#include "inkling/engine.h"
+#include "inkling/sampler.h"
+
+namespace inkling::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::string model_dir, token_ids, dump_logits;
+  int n_predict = 64;
+  int threads = 0;
+  bool json = false;
+  SamplingParams sampling;
+  int64_t seed = -1;
+};
+
+Result<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::string cur;
+  auto flush = [&]() -> Status {
+    if (cur.empty()) return Status::ok();
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(cur, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != cur.size() || v < 0 || v > INT32_MAX)
+      return Status::error("--token-ids: '" + cur + "' is not a token id");
+    ids.push_back(int32_t(v));
+    cur.clear();
+    return Status::ok();
+  };
+  for (char ch : text) {
+    if (ch == ',' || ch == ' ' || ch == '\n' || ch == '\t' || ch == '[' || ch == ']') {
+      INK_RETURN_IF_ERROR(flush());
+    } else {
+      cur += ch;
+    }
+  }
+  INK_RETURN_IF_ERROR(flush());
+  if (ids.empty()) return Status::error("--token-ids: no token ids given");
+  return ids;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run_generate(const GenerateArgs& a) {
+  auto ids = parse_ids(a.token_ids);
+  if (!ids.ok()) return fail(ids.status().message(), 2);
+  EngineOptions opts;
+  opts.n_threads = a.threads;
+  auto engine = Engine::load(a.model_dir, opts);
+  if (!engine.ok()) return fail(engine.status().message());
+  const ModelInfo& info = engine.value()->info();
+  auto session = engine.value()->new_session();
+
+  SamplingParams sp = a.sampling;
+  sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
+  Sampler sampler(sp);
+
+  const auto& prompt = ids.value();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<float> last;
+  if (!a.dump_logits.empty()) {
+    auto all = session->prefill_all_logits(prompt);
+    if (!all.ok()) return fail(all.status().message(), 2);
+    INK_CHECK(all->size() == prompt.size() * size_t(info.unpadded_vocab));
+    if (Status s = write_npy_f32(a.dump_logits, all->data(),
+                                 {int64_t(prompt.size()), info.unpadded_vocab});
+        !s)
+      return fail(s.message());
+    last.assign(all->end() - info.unpadded_vocab, all->end());
+  } else {
+    auto r = session->prefill(prompt);
+    if (!r.ok()) return fail(r.status().message(), 2);
+    last.assign(r->begin(), r->end());
+  }
+  const double prefill_s = seconds_since(t0);
+
+  std::vector<int32_t> out;
+  std::string finish = "length";
+  auto is_eos = [&](int32_t t) {
+    return std::find(info.eos_ids.begin(), info.eos_ids.end(), t) != info.eos_ids.end();
+  };
+  std::span<const float> logits(last);
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < a.n_predict; ++i) {
+    const int32_t tok = sampler.sample(logits);
+    out.push_back(tok);
+    if (!a.json) {
+      std::printf("%d%s", tok, i + 1 < a.n_predict ? " " : "");
+      std::fflush(stdout);
+    }
+    if (is_eos(tok)) {
+      finish = "stop";
+      break;
+    }
+    if (i + 1 == a.n_predict) break;
+    auto r = session->decode(tok);
+    if (!r.ok()) return fail(r.status().message());
+    logits = r.value();
+  }
+  const double decode_s = seconds_since(t0);
+  const double prefill_tps = double(prompt.size()) / std::max(prefill_s, 1e-9);
+  const size_t steps = out.empty() ? 0 : out.size() - 1;  // forward passes after the prefill
+  const double decode_tps = steps ? double(steps) / std::max(decode_s, 1e-9) : 0.0;
+  if (a.json) {
+    nlohmann::json j;
+    j["prompt_ids"] = prompt;
+    j["ids"] = out;
+    j["finish_reason"] = finish;
+    j["prefill_tok_s"] = prefill_tps;
+    j["decode_tok_s"] = decode_tps;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("\n");
+    std::fprintf(stderr,
+                 "prefill: %zu tokens, %.1f tok/s; decode: %zu tokens, %.1f tok/s; finish: %s\n",
+                 prompt.size(), prefill_tps, steps, decode_tps, finish.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_generate(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  a->sampling.temperature = 0.8f;
+  app.add_option("-m,--model", a->model_dir, "model folder")->required();
+  app.add_option("--token-ids", a->token_ids, "prompt as token ids, e.g. 976,9029,328")->required();
+  app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--temperature,--temp", a->sampling.temperature,
+                 "sampling temperature (0 = greedy)")
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-k", a->sampling.top_k, "keep the k most likely tokens (0 = off)")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--top-p", a->sampling.top_p, "nucleus sampling mass (1 = off)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--min-p", a->sampling.min_p, "drop tokens below min_p x the top probability")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", a->seed, "random seed (default: random)");
+  app.add_option("-t,--threads", a->threads, "worker threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
+  app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
+  app.add_option("--dump-logits", a->dump_logits,
+                 "write the prompt's teacher-forced logits to this .npy file");
+  return [a]() { return run_generate(*a); };
+}
+
+}  // namespace inkling::cli

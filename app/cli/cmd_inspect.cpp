@@ -1,0 +1,42 @@
+// `inkling inspect -m DIR`: detected layout, config summary, per-layer kinds, tensor count and
+// bytes by dtype, and what was dropped or left unused.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "inkling/engine.h"
+
+namespace inkling::cli {
+
+Runner add_inspect(CLI::App& app) {
+  auto model_dir = std::make_shared<std::string>();
+  app.add_option("-m,--model", *model_dir, "model folder (config.json + safetensors)")->required();
+  return [=]() -> int {
+    EngineOptions opts;
+    opts.n_threads = 1;
+    auto engine = Engine::load(*model_dir, opts);
+    if (!engine.ok()) return fail(engine.status().message());
+    const ModelInfo& info = engine.value()->info();
+    std::printf("model:   %s\n", info.model_dir.c_str());
+    std::printf("type:    %s (config spelling: %s)\n", info.model_type.c_str(),
+                info.config_format.c_str());
+    std::printf("layout:  %s\n", info.layout.c_str());
+    std::printf("%s\n", info.summary.c_str());
+    std::printf("layers:");
+    for (size_t i = 0; i < info.layer_kinds.size(); ++i)
+      std::printf(" %zu:%s", i, info.layer_kinds[i].c_str());
+    std::printf("\neos:    ");
+    for (int32_t e : info.eos_ids) std::printf(" %d", e);
+    std::printf("\ntensors: %lld\n", static_cast<long long>(info.n_tensors));
+    for (const auto& [dt, b] : info.bytes_by_dtype)
+      std::printf("  %-8s %12llu bytes (%.2f MiB)\n", dt.c_str(),
+                  static_cast<unsigned long long>(b), double(b) / 1048576.0);
+    std::printf("dropped (towers/MTP): %zu\n", info.dropped.size());
+    std::printf("unused:  %zu\n", info.unused.size());
+    for (const auto& u : info.unused) std::printf("  %s\n", u.c_str());
+    return 0;
+  };
+}
+
+}  // namespace inkling::cli

@@ -1,0 +1,37 @@
+// `inkling` command-line entry point: dispatches to the subcommand that was parsed.
+#include <cstdio>
+#include <map>
+
+#include "commands.h"
+
+namespace inkling::cli {
+
+int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace inkling::cli
+
+int main(int argc, char** argv) {
+  using namespace inkling::cli;
+  CLI::App app{"inkling: run Thinking Machines' Inkling models on CPU"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, Runner> runners;
+  auto reg = [&](const char* name, const char* help, Runner (*add)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = add(*sub);
+  };
+  reg("inspect", "show the detected layout, config summary and tensors of a model folder",
+      add_inspect);
+  reg("generate", "generate tokens from a prompt", add_generate);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  for (auto& [sub, run] : runners)
+    if (sub->parsed()) return run();
+  return 2;
+}

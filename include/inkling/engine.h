@@ -1,0 +1,84 @@
+// The public engine API. An Engine holds immutable weights (shareable across threads and
+// sessions); a Session is one sequence with its caches. Sessions are not thread-safe; use one
+// per thread/request.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "inkling/status.h"
+
+namespace inkling {
+
+struct EngineOptions {
+  int n_threads = 0;            // 0 = all hardware threads
+  int64_t prefill_chunk = 256;  // tokens per forward call during prefill
+};
+
+// A summary of the loaded model for programs (inspect, servers).
+struct ModelInfo {
+  std::string model_dir;
+  std::string model_type;      // top-level model_type
+  std::string config_format;   // "og" or "hf" spelling
+  std::string layout;          // detected weight layout
+  int64_t vocab_size = 0;      // padded rows of the embedding
+  int64_t unpadded_vocab = 0;  // width of the logits
+  int hidden = 0, n_layers = 0;
+  std::vector<std::string> layer_kinds;  // per layer: "sliding/dense", "global/moe", ...
+  std::vector<int32_t> eos_ids;
+  int64_t n_tensors = 0;  // tensors in the checkpoint files
+  std::vector<std::pair<std::string, uint64_t>> bytes_by_dtype;
+  std::vector<std::string> dropped;  // tower / MTP tensors ignored
+  std::vector<std::string> unused;   // tensors nothing reads
+  std::string summary;               // multi-line human-readable config summary
+};
+
+class SessionSnapshot;
+class Session;
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  static Result<std::shared_ptr<Engine>> load(const std::string& model_dir,
+                                              const EngineOptions& opts = {});
+  ~Engine();
+
+  const ModelInfo& info() const;
+  std::unique_ptr<Session> new_session() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  Engine() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+class Session {
+ public:
+  ~Session();
+
+  // Consumes tokens; returns the logits of the last one ([unpadded_vocab], valid until the next
+  // call). Fails (state unchanged) on a token id outside the vocabulary or an empty input.
+  Result<std::span<const float>> prefill(std::span<const int32_t> tokens);
+  Result<std::span<const float>> decode(int32_t token);
+  // Consumes tokens and returns the logits of every position: [tokens.size() * unpadded_vocab].
+  Result<std::vector<float>> prefill_all_logits(std::span<const int32_t> tokens);
+
+  int64_t position() const;  // tokens consumed so far
+  std::shared_ptr<const SessionSnapshot> snapshot() const;
+  void restore(const SessionSnapshot& snap);
+  void reset();
+  size_t state_bytes() const;
+
+  struct Impl;
+
+ private:
+  friend class Engine;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inkling

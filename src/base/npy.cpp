@@ -1,0 +1,74 @@
+// .npy header formatting/parsing ('<f4', fortran_order False) with 64-byte header alignment.
+#include "base/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include "base/mapped_file.h"
+
+namespace inkling {
+
+Status write_npy_f32(const std::string& path, const float* data,
+                     const std::vector<int64_t>& shape) {
+  std::string dims;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    dims += std::to_string(d) + ", ";
+    n *= d;
+  }
+  if (shape.size() > 1) dims.resize(dims.size() - 2);
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return Status::error(path + ": cannot open for writing");
+  const uint16_t hlen = uint16_t(header.size());
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(reinterpret_cast<const char*>(&hlen), 2);
+  out.write(header.data(), std::streamsize(header.size()));
+  out.write(reinterpret_cast<const char*>(data), std::streamsize(n * 4));
+  if (!out) return Status::error(path + ": write failed");
+  return Status::ok();
+}
+
+Result<NpyArray> read_npy_f32(const std::string& path) {
+  INK_ASSIGN_OR_RETURN(std::string bytes, read_text_file(path));
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    return Status::error(path + ": not a .npy file");
+  size_t hlen = 0, off = 0;
+  if (bytes[6] == 1) {
+    hlen = uint8_t(bytes[8]) | (size_t(uint8_t(bytes[9])) << 8);
+    off = 10;
+  } else {
+    if (bytes.size() < 12) return Status::error(path + ": truncated header");
+    uint32_t h;
+    std::memcpy(&h, bytes.data() + 8, 4);
+    hlen = h;
+    off = 12;
+  }
+  if (off + hlen > bytes.size()) return Status::error(path + ": truncated header");
+  const std::string header = bytes.substr(off, hlen);
+  if (header.find("'<f4'") == std::string::npos ||
+      header.find("'fortran_order': False") == std::string::npos)
+    return Status::error(path + ": only little-endian float32 C-order arrays are supported");
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex(R"('shape': \(([^)]*)\))")))
+    return Status::error(path + ": no shape");
+  NpyArray a;
+  int64_t n = 1;
+  const std::string dims = m[1];
+  static const std::regex kDigits(R"(\d+)");
+  for (std::sregex_iterator it(dims.begin(), dims.end(), kDigits), end; it != end; ++it) {
+    a.shape.push_back(std::stoll(it->str()));
+    n *= a.shape.back();
+  }
+  if (off + hlen + size_t(n) * 4 != bytes.size())
+    return Status::error(path + ": data size does not match the shape");
+  a.data.resize(size_t(n));
+  std::memcpy(a.data.data(), bytes.data() + off + hlen, size_t(n) * 4);
+  return a;
+}
+
+}  // namespace inkling

@@ -1,0 +1,35 @@
+// Per-sequence state: for every layer a KV cache and four f32 short-conv states (k, v, attn, mlp).
+// Global layers keep every key; sliding layers keep a ring of W-1+chunk keys, enough for true
+// distances inside the window for any chunk of up to `chunk` new tokens. Copyable: a copy is a
+// snapshot of the whole sequence.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "ops/attention.h"
+
+namespace inkling {
+
+struct LayerCache {
+  std::vector<float> k, v;  // rows of n_kv*hd floats; grown on demand
+  int64_t row = 0;          // floats per row
+  int64_t ring = 0;         // sliding: ring capacity in rows; 0 for global layers
+  std::vector<float> conv_k, conv_v, conv_attn, conv_mlp;  // [K-1, C] each
+
+  // Makes room for positions [0, end) and returns the view the attention kernel reads.
+  KvView reserve(int64_t end);
+  float* k_row(int64_t pos) { return k.data() + (ring ? pos % ring : pos) * row; }
+  float* v_row(int64_t pos) { return v.data() + (ring ? pos % ring : pos) * row; }
+};
+
+struct SequenceState {
+  int64_t pos = 0;  // tokens consumed so far
+  std::vector<LayerCache> layers;
+
+  static SequenceState fresh(const ModelConfig& c, int64_t chunk);
+  size_t bytes() const;
+};
+
+}  // namespace inkling

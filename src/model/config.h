@@ -1,0 +1,68 @@
+// Inkling text-model configuration: parsed once from config.json (top-level InklingConfig with a
+// text_config, or a bare text config), every alias and default resolved, validated, then trusted.
+//
+// Glossary of dimensions used across src/model and src/ops:
+//   hidden      H, residual width                 n_heads     query heads of a layer (nH)
+//   n_kv_heads  key/value heads of a layer (nKV)   head_dim    hd, width of one head
+//   d_rel       width of a head's relative vector  window      W, sliding-window length (keys incl.
+//   self) rel_extent  R of global layers (sliding: R=W) conv_k      K, taps of the short
+//   convolutions n_routed    E routed experts                   n_shared    S shared experts top_k
+//   k experts chosen per token         moe_width   I, expert width; dense_width Id
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inkling/status.h"
+
+namespace inkling {
+
+struct LayerSpec {
+  bool sliding = true;  // layer_types[i] == "hybrid_sliding"
+  bool dense = false;   // mlp_layer_types[i] == "dense"
+  int n_heads = 0;      // swa_num_attention_heads or num_attention_heads
+  int n_kv_heads = 0;   // swa_num_key_value_heads or num_key_value_heads
+  int head_dim = 0;     // swa_head_dim or head_dim
+  int rel_extent = 0;   // R: window on sliding layers, rel_extent on global layers
+};
+
+struct ModelConfig {
+  std::string model_type;           // top-level model_type as found ("inkling_mm_model", ...)
+  std::string format;               // "og" (Thinking Machines spelling) or "hf" (transformers)
+  int64_t vocab_size = 201024;      // rows of embed / lm_head (padded vocabulary)
+  int64_t unpadded_vocab = 0;       // logits are sliced to this many columns (== vocab when unset)
+  int hidden = 6144;                // hidden_size
+  int n_layers = 66;                // num_hidden_layers
+  int n_heads = 64;                 // num_attention_heads (global layers)
+  int n_kv_heads = 8;               // num_key_value_heads (global layers)
+  int head_dim = 128;               // head_dim (global layers)
+  int swa_n_heads = 64;             // swa_num_attention_heads (sliding layers)
+  int swa_n_kv_heads = 16;          // swa_num_key_value_heads
+  int swa_head_dim = 128;           // swa_head_dim
+  int window = 512;                 // sliding_window_size (alias sliding_window)
+  int d_rel = 16;                   // d_rel
+  int rel_extent = 1024;            // rel_extent (global layers)
+  std::optional<double> log_floor;  // log_scaling_n_floor; nullopt = tau disabled
+  double log_alpha = 0.1;           // log_scaling_alpha
+  double rms_eps = 1e-6;            // rms_norm_eps
+  int conv_k = 4;                   // conv_kernel_size (alias sconv_kernel_size)
+  int dense_width = 24576;          // dense SwiGLU width (see width resolution in config.cpp)
+  int moe_width = 3072;             // routed/shared expert width
+  int n_routed = 256;               // n_routed_experts (alias num_local_experts)
+  int top_k = 6;                    // num_experts_per_tok
+  int n_shared = 2;                 // n_shared_experts
+  double route_scale = 8.0;         // route_scale
+  double mup_divisor = 24.0;        // logits_mup_width_multiplier (alias embedding_multiplier)
+  std::vector<int32_t> eos_ids;     // eos_token_id (int or list); top level wins over text_config
+  std::vector<LayerSpec> layers;
+
+  bool has_moe() const;
+};
+
+// Parses config.json text. `source` names the file in messages ("[config] <source>: field ...").
+Result<ModelConfig> parse_config(const std::string& json_text, const std::string& source);
+Result<ModelConfig> load_config(const std::string& model_dir);
+
+}  // namespace inkling

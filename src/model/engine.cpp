@@ -1,0 +1,195 @@
+// Engine / Session: the public API over Model, SequenceState and Scratch. Input validation for
+// everything a user can pass (token ids, empty inputs) happens here.
+#include "inkling/engine.h"
+
+#include <map>
+#include <sstream>
+
+#include "model/model.h"
+
+namespace inkling {
+
+struct Engine::Impl {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ThreadPool> pool;
+  EngineOptions opts;
+  ModelInfo info;
+};
+
+class SessionSnapshot {
+ public:
+  SequenceState state;
+};
+
+struct Session::Impl {
+  std::shared_ptr<const Engine> engine;
+  const Model* model = nullptr;
+  ThreadPool* pool = nullptr;
+  SequenceState state;
+  Scratch scratch;
+  std::vector<float> logits;  // [unpadded_vocab] of the last position
+};
+
+namespace {
+
+ModelInfo describe(const Model& m, const std::string& dir) {
+  const ModelConfig& c = m.config;
+  ModelInfo info;
+  info.model_dir = dir;
+  info.model_type = c.model_type.empty() ? "(none: bare text config)" : c.model_type;
+  info.config_format = c.format;
+  info.layout = m.layout.layout;
+  info.vocab_size = c.vocab_size;
+  info.unpadded_vocab = c.unpadded_vocab;
+  info.hidden = c.hidden;
+  info.n_layers = c.n_layers;
+  info.eos_ids = c.eos_ids;
+  info.n_tensors = m.n_tensors;
+  info.dropped = m.layout.dropped;
+  info.unused = m.weights.unused;
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& [name, t] : m.store.all()) bytes[dtype_name(t->dtype)] += t->nbytes;
+  info.bytes_by_dtype.assign(bytes.begin(), bytes.end());
+  int n_sliding = 0, n_dense = 0;
+  for (const LayerSpec& l : c.layers) {
+    info.layer_kinds.push_back(std::string(l.sliding ? "sliding" : "global") + "/" +
+                               (l.dense ? "dense" : "moe"));
+    n_sliding += l.sliding;
+    n_dense += l.dense;
+  }
+  std::ostringstream s;
+  s << "hidden " << c.hidden << ", layers " << c.n_layers << " (" << n_sliding << " sliding, "
+    << c.n_layers - n_sliding << " global; " << n_dense << " dense, " << c.n_layers - n_dense
+    << " MoE)\n"
+    << "global attention: " << c.n_heads << " heads / " << c.n_kv_heads << " kv x " << c.head_dim
+    << ", rel_extent " << c.rel_extent << "\n"
+    << "sliding attention: " << c.swa_n_heads << " heads / " << c.swa_n_kv_heads << " kv x "
+    << c.swa_head_dim << ", window " << c.window << "\n"
+    << "d_rel " << c.d_rel << ", conv K " << c.conv_k << ", rms eps " << c.rms_eps
+    << ", log-scaling "
+    << (c.log_floor
+            ? "n_floor " + std::to_string(*c.log_floor) + " alpha " + std::to_string(c.log_alpha)
+            : "off")
+    << "\n"
+    << "dense width " << c.dense_width << "; MoE " << c.n_routed << " experts (top " << c.top_k
+    << ") + " << c.n_shared << " shared, width " << c.moe_width << ", route_scale " << c.route_scale
+    << "\n"
+    << "vocab " << c.vocab_size << " (logits " << c.unpadded_vocab << "), muP divisor "
+    << c.mup_divisor;
+  info.summary = s.str();
+  return info;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
+  auto m = std::make_unique<Model>();
+  INK_ASSIGN_OR_RETURN(m->config, load_config(dir));
+  auto store = TensorStore::open_dir(dir);
+  if (!store.ok()) return store.status().with_context("[load] ");
+  m->store = std::move(store).value();
+  m->n_tensors = int64_t(m->store.all().size());
+  INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize(refs_from_store(m->store), &m->layout));
+  INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical));
+  return m;
+}
+
+Engine::~Engine() = default;
+
+Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
+                                             const EngineOptions& opts) {
+  INK_ASSIGN_OR_RETURN(auto model, Model::load(model_dir));
+  std::shared_ptr<Engine> e(new Engine());
+  e->impl_ = std::make_unique<Impl>();
+  e->impl_->opts = opts;
+  if (e->impl_->opts.prefill_chunk < 1) e->impl_->opts.prefill_chunk = 1;
+  e->impl_->info = describe(*model, model_dir);
+  e->impl_->model = std::move(model);
+  e->impl_->pool = std::make_unique<ThreadPool>(opts.n_threads);
+  return e;
+}
+
+const ModelInfo& Engine::info() const {
+  return impl_->info;
+}
+
+std::unique_ptr<Session> Engine::new_session() const {
+  auto s = std::make_unique<Session::Impl>();
+  s->engine = shared_from_this();
+  s->model = impl_->model.get();
+  s->pool = impl_->pool.get();
+  s->state = SequenceState::fresh(s->model->config, impl_->opts.prefill_chunk);
+  s->scratch = Scratch::make(s->model->config, impl_->opts.prefill_chunk);
+  s->logits.resize(size_t(s->model->config.unpadded_vocab));
+  return std::unique_ptr<Session>(new Session(std::move(s)));
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+namespace {
+
+Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens) {
+  if (tokens.empty()) return Status::error("[session] empty token sequence");
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
+      return Status::error("[session] token id " + std::to_string(tokens[i]) + " at position " +
+                           std::to_string(i) + " is outside the vocabulary [0, " +
+                           std::to_string(c.vocab_size) + ")");
+  return Status::ok();
+}
+
+// Runs tokens in chunks; `all` receives every position's logits when non-null.
+void run_chunks(Session::Impl& s, std::span<const int32_t> tokens, std::vector<float>* all) {
+  const int64_t V = s.model->config.unpadded_vocab, chunk = s.scratch.chunk;
+  for (size_t b = 0; b < tokens.size(); b += size_t(chunk)) {
+    const int64_t T = std::min<int64_t>(chunk, int64_t(tokens.size() - b));
+    const bool last = b + size_t(T) == tokens.size();
+    float* out = all ? all->data() + b * size_t(V) : (last ? s.logits.data() : nullptr);
+    forward_chunk(*s.model, tokens.data() + b, T, s.state, s.scratch, out, all != nullptr, s.pool);
+  }
+  if (all) std::copy_n(all->data() + (tokens.size() - 1) * size_t(V), V, s.logits.data());
+}
+
+}  // namespace
+
+Result<std::span<const float>> Session::prefill(std::span<const int32_t> tokens) {
+  INK_RETURN_IF_ERROR(check_tokens(impl_->model->config, tokens));
+  run_chunks(*impl_, tokens, nullptr);
+  return std::span<const float>(impl_->logits);
+}
+
+Result<std::span<const float>> Session::decode(int32_t token) {
+  return prefill(std::span<const int32_t>(&token, 1));
+}
+
+Result<std::vector<float>> Session::prefill_all_logits(std::span<const int32_t> tokens) {
+  INK_RETURN_IF_ERROR(check_tokens(impl_->model->config, tokens));
+  std::vector<float> all(tokens.size() * size_t(impl_->model->config.unpadded_vocab));
+  run_chunks(*impl_, tokens, &all);
+  return all;
+}
+
+int64_t Session::position() const {
+  return impl_->state.pos;
+}
+
+std::shared_ptr<const SessionSnapshot> Session::snapshot() const {
+  auto snap = std::make_shared<SessionSnapshot>();
+  snap->state = impl_->state;
+  return snap;
+}
+
+void Session::restore(const SessionSnapshot& snap) {
+  impl_->state = snap.state;
+}
+
+void Session::reset() {
+  impl_->state = SequenceState::fresh(impl_->model->config, impl_->scratch.chunk);
+}
+
+size_t Session::state_bytes() const {
+  return impl_->state.bytes();
+}
+
+}  // namespace inkling

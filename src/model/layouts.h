@@ -1,0 +1,46 @@
+// Checkpoint layouts -> one canonical tensor set (the "sanitize" step). A pure function over
+// (name, tensor view) pairs: renames, drops towers/MTP, and expresses fused or transposed
+// tensors as strided views of the same bytes (no copies). Idempotent: canonical names map to
+// themselves. Canonical names are transformers' InklingForCausalLM names, with routed experts'
+// gate_up_proj split into mlp.experts.gate_proj / up_proj and conv weights viewed as [C, K].
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/safetensors.h"
+#include "inkling/status.h"
+
+namespace inkling {
+
+// How a canonical tensor was derived from its checkpoint tensor (for error messages).
+enum class Derivation : uint8_t { kSame, kInterleavedHalf, kContiguousHalf, kConvSqueeze };
+
+struct TensorRef {
+  DType dtype = DType::F32;
+  const uint8_t* data = nullptr;
+  std::vector<int64_t> shape, strides;  // strides in elements
+  std::string origin;                   // checkpoint name
+  std::vector<int64_t> origin_shape;
+  Derivation derivation = Derivation::kSame;
+};
+
+using TensorMap = std::map<std::string, TensorRef>;
+
+struct SanitizeReport {
+  std::string layout;                // "original (model.llm.*)", "transformers", ...
+  std::vector<std::string> dropped;  // tower / MTP / metadata tensors ignored
+};
+
+// A contiguous view of a safetensors tensor.
+TensorRef ref_from_info(const TensorInfo& t);
+TensorMap refs_from_store(const TensorStore& store);
+
+Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report);
+
+std::string shape_str(const std::vector<int64_t>& s);
+
+}  // namespace inkling

@@ -1,0 +1,93 @@
+// MoE branch. Routed experts visit their tokens in ascending expert id, so every token receives
+// its contributions in the order transformers' index_add_ applies them.
+#include "model/moe.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/moe.h"
+
+namespace inkling {
+
+void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* g,
+            float* u, const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool) {
+  matmul(x, T, H, w.gate, g, W, pool);
+  matmul(x, T, H, w.up, u, W, pool);
+  for (int64_t t = 0; t < T; ++t) {
+    float* gt = g + t * W;
+    const float* ut = u + t * W;
+    for (int64_t i = 0; i < W; ++i) gt[i] = gt[i] / (1.f + std::exp(-gt[i])) * ut[i];
+    if (row_scale) {
+      const float sc = row_scale[t * scale_stride];
+      for (int64_t i = 0; i < W; ++i) gt[i] *= sc;
+    }
+  }
+  matmul(g, T, W, w.down, out, H, pool);
+}
+
+namespace {
+
+// Step 1: router logits and the per-token choice of experts and weights.
+void route_tokens(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
+                  ThreadPool* pool) {
+  const int64_t E = c.n_routed, S = c.n_shared, k = c.top_k;
+  matmul(m, T, c.hidden, w.router, s.router_logits.data(), E + S, pool);
+  RouteParams p{c.n_routed, c.n_shared, c.top_k, float(c.route_scale), w.router_scale};
+  for (int64_t t = 0; t < T; ++t)
+    route(s.router_logits.data() + t * (E + S), w.router_bias.data(), p, s.route_idx.data() + t * k,
+          s.route_w.data() + t * k, s.route_gamma.data() + t * S);
+}
+
+// Step 2: each chosen expert runs once over all of its tokens; weighted results are added into
+// out [T, H] (zeroed here).
+void experts(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
+             float* out, ThreadPool* pool) {
+  const int64_t H = c.hidden, I = c.moe_width, k = c.top_k;
+  std::memset(out, 0, size_t(T * H) * sizeof(float));
+  for (int64_t e = 0; e < c.n_routed; ++e) {
+    int64_t n = 0;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < k; ++j)
+        if (s.route_idx[size_t(t * k + j)] == e) s.expert_tokens[size_t(n++)] = int32_t(t * k + j);
+    if (n == 0) continue;
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(s.moe_in.data() + i * H, m + (s.expert_tokens[size_t(i)] / k) * H,
+                  size_t(H) * sizeof(float));
+    swiglu(w.routed[size_t(e)], s.moe_in.data(), n, H, I, s.moe_g.data(), s.moe_u.data(), nullptr,
+           0, s.moe_out.data(), pool);
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t slot = s.expert_tokens[size_t(i)];
+      const float wt = s.route_w[size_t(slot)];
+      float* o = out + (slot / k) * H;
+      const float* y = s.moe_out.data() + i * H;
+      for (int64_t h = 0; h < H; ++h) o[h] += y[h] * wt;
+    }
+  }
+}
+
+// Step 3: shared experts (gamma before the down projection, summed in f32) added to the routed sum.
+void combine(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
+             float* out, ThreadPool* pool) {
+  const int64_t H = c.hidden, I = c.moe_width, S = c.n_shared;
+  if (S == 0) return;
+  float* shared = s.y.data();
+  for (int64_t e = 0; e < S; ++e) {
+    float* dst = e == 0 ? shared : s.moe_out.data();
+    swiglu(w.shared[size_t(e)], m, T, H, I, s.g.data(), s.u.data(), s.route_gamma.data() + e, S,
+           dst, pool);
+    if (e > 0)
+      for (int64_t i = 0; i < T * H; ++i) shared[i] += dst[i];
+  }
+  for (int64_t i = 0; i < T * H; ++i) out[i] += shared[i];
+}
+
+}  // namespace
+
+void moe_block(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
+               float* out, ThreadPool* pool) {
+  route_tokens(c, w, m, T, s, pool);
+  experts(c, w, m, T, s, out, pool);
+  combine(c, w, m, T, s, out, pool);
+}
+
+}  // namespace inkling

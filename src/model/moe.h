@@ -1,0 +1,18 @@
+// SwiGLU blocks and the MoE branch as three named steps: route() (ops/moe), experts() (routed
+// SwiGLUs over tokens grouped by expert, weighted after the down projection), combine() (routed
+// sum + shared experts weighted before their down projection).
+#pragma once
+
+#include "model/model.h"
+
+namespace inkling {
+
+// out[T, H] = down( silu(gate x) * (up x) * row_scale[t] ); g, u: scratch [T, W].
+// row_scale may be null (no scaling) and is read with stride `scale_stride`.
+void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* g,
+            float* u, const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool);
+
+void moe_block(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
+               float* out, ThreadPool* pool);
+
+}  // namespace inkling

@@ -1,0 +1,110 @@
+// Session behaviour on a fixture model: incremental decode == one-shot prefill, causality, chunk
+// size independence, snapshot/restore, and input validation that leaves the state untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../common/fixtures.h"
+#include "inkling/engine.h"
+
+namespace inkling {
+namespace {
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = testing::fixture_dir("full") + "/og";
+    if (!std::filesystem::exists(model_ + "/config.json")) GTEST_SKIP() << "fixture missing";
+    prompt_ = testing::json_ids(
+        testing::read_json(testing::fixture_dir("full") + "/ref/prompt.json"), "prompt_ids");
+    ASSERT_GE(prompt_.size(), 24u);
+  }
+  std::shared_ptr<Engine> load(int64_t chunk) {
+    auto e = Engine::load(model_, EngineOptions{2, chunk});
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    return e.ok() ? e.value() : nullptr;
+  }
+  static float max_diff(std::span<const float> a, std::span<const float> b) {
+    float m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+  }
+  std::string model_;
+  std::vector<int32_t> prompt_;
+};
+
+TEST_F(SessionTest, IncrementalDecodeMatchesOneShotPrefill) {
+  auto e = load(256);
+  const int64_t V = e->info().unpadded_vocab;
+  auto all = e->new_session()->prefill_all_logits(prompt_);
+  ASSERT_TRUE(all.ok());
+  auto s = e->new_session();
+  for (size_t t = 0; t < prompt_.size(); ++t) {
+    auto l = s->decode(prompt_[t]);
+    ASSERT_TRUE(l.ok());
+    EXPECT_LE(max_diff(l.value(), std::span<const float>(all->data() + t * size_t(V), size_t(V))),
+              1e-4f)
+        << "position " << t;
+  }
+}
+
+TEST_F(SessionTest, ChunkSizeDoesNotChangeLogits) {
+  auto ref = load(256)->new_session()->prefill_all_logits(prompt_);
+  ASSERT_TRUE(ref.ok());
+  for (int64_t chunk : {1, 3, 8, 13}) {
+    auto got = load(chunk)->new_session()->prefill_all_logits(prompt_);
+    ASSERT_TRUE(got.ok());
+    EXPECT_LE(max_diff(*got, *ref), 1e-4f) << "chunk " << chunk;
+  }
+}
+
+TEST_F(SessionTest, PrefillIsCausal) {
+  auto e = load(256);
+  const size_t V = size_t(e->info().unpadded_vocab), cut = prompt_.size() / 2;
+  auto a = e->new_session()->prefill_all_logits(prompt_);
+  auto changed = prompt_;
+  for (size_t i = cut; i < changed.size(); ++i) changed[i] = (changed[i] + 7) % int32_t(V);
+  auto b = e->new_session()->prefill_all_logits(changed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(max_diff(std::span<const float>(a->data(), cut * V),
+                     std::span<const float>(b->data(), cut * V)),
+            0.f);
+  EXPECT_GT(max_diff(std::span<const float>(a->data() + cut * V, V),
+                     std::span<const float>(b->data() + cut * V, V)),
+            0.f);
+}
+
+TEST_F(SessionTest, SnapshotRestoreReplaysExactly) {
+  auto e = load(4);
+  auto s = e->new_session();
+  const size_t half = prompt_.size() / 2;
+  ASSERT_TRUE(s->prefill(std::span<const int32_t>(prompt_.data(), half)).ok());
+  auto snap = s->snapshot();
+  auto first = s->prefill(std::span<const int32_t>(prompt_.data() + half, prompt_.size() - half));
+  ASSERT_TRUE(first.ok());
+  std::vector<float> want(first->begin(), first->end());
+  // Diverge, then restore and replay.
+  ASSERT_TRUE(s->decode(3).ok());
+  s->restore(*snap);
+  EXPECT_EQ(s->position(), int64_t(half));
+  auto again = s->prefill(std::span<const int32_t>(prompt_.data() + half, prompt_.size() - half));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(max_diff(again.value(), want), 0.f);
+}
+
+TEST_F(SessionTest, BadTokenIsRejectedWithoutSideEffects) {
+  auto e = load(256);
+  auto s = e->new_session();
+  ASSERT_TRUE(s->prefill(std::span<const int32_t>(prompt_.data(), 4)).ok());
+  const std::vector<int32_t> bad = {1, int32_t(e->info().vocab_size)};
+  auto r = s->prefill(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("outside the vocabulary"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(s->position(), 4);
+  EXPECT_FALSE(s->decode(-1).ok());
+  EXPECT_FALSE(s->prefill({}).ok());
+}
+
+}  // namespace
+}  // namespace inkling
