@@ -11,16 +11,44 @@
 
 namespace inkling {
 
-// A row-major matrix view: `rows` x `cols`, columns contiguous, rows `row_stride` elements apart.
+// Storage of a weight matrix. The forward pass never branches on the checkpoint layout, only on
+// this: plain floats, MLX affine groups, or ModelOpt NVFP4 blocks.
+enum class WeightFormat : uint8_t {
+  kDense,   // dtype F32/BF16/F16 elements
+  kAffine,  // MLX affine: packed unsigned `bits`-bit codes in U32 words (low bits = first
+            // element); w = scale * q + bias per group of `group` columns
+  kNvfp4,   // ModelOpt NVFP4: U8 bytes of two E2M1 codes (low nibble first); w = e2m1 *
+            // (e4m3 block scale of 16 columns * scale2)
+};
+
+// A row-major matrix view: `rows` x `cols` logical elements. Dense: columns contiguous, rows
+// `row_stride` elements of `dtype` apart. Quantized: `data` rows hold packed codes `row_stride`
+// bytes apart; `scales` (and `biases` for affine) rows are `scale_stride` elements apart.
 struct MatView {
   DType dtype = DType::F32;
   const uint8_t* data = nullptr;
   int64_t rows = 0, cols = 0, row_stride = 0;
+  WeightFormat format = WeightFormat::kDense;
+  const uint8_t* scales =
+      nullptr;  // affine: scale_dtype [rows, cols/group]; nvfp4: e4m3 [rows, cols/16]
+  const uint8_t* biases = nullptr;  // affine only, scale_dtype
+  DType scale_dtype = DType::BF16;
+  int64_t scale_stride = 0;  // elements between rows of scales/biases
+  int bits = 0, group = 0;   // affine: 4 or 8 bits, group 32/64/128; nvfp4: 4, 16
+  float scale2 = 1.f;        // nvfp4 per-tensor (per-expert) scale
 
-  const uint8_t* row(int64_t r) const { return data + size_t(r * row_stride) * dtype_size(dtype); }
+  const uint8_t* row(int64_t r) const {
+    return format == WeightFormat::kDense ? data + size_t(r * row_stride) * dtype_size(dtype)
+                                          : data + size_t(r * row_stride);
+  }
   // Rows [begin, begin + n) as a view of their own.
   MatView slice_rows(int64_t begin, int64_t n) const {
-    return {dtype, row(begin), n, cols, row_stride};
+    MatView v = *this;
+    v.data = row(begin);
+    v.rows = n;
+    if (scales) v.scales = scales + size_t(begin * scale_stride) * dtype_size(scale_dtype);
+    if (biases) v.biases = biases + size_t(begin * scale_stride) * dtype_size(scale_dtype);
+    return v;
   }
 };
 

@@ -1,0 +1,48 @@
+// Scalar row dequantization for the quantized weight formats.
+#include "ops/quant.h"
+
+#include <cstring>
+
+namespace inkling {
+
+float e2m1_to_f32(uint8_t code) {
+  static constexpr float kMag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
+  const float v = kMag[code & 7];
+  return (code & 8) ? -v : v;
+}
+
+void dequant_row(const MatView& w, int64_t r, float* out) {
+  const uint8_t* codes = w.row(r);
+  switch (w.format) {
+    case WeightFormat::kDense:
+      row_to_f32(codes, w.dtype, w.cols, out);
+      return;
+    case WeightFormat::kAffine: {
+      const int64_t srow = r * w.scale_stride;
+      const uint32_t mask = (1u << w.bits) - 1u;
+      const int per_word = 32 / w.bits;
+      for (int64_t c = 0; c < w.cols; ++c) {
+        uint32_t word;
+        std::memcpy(&word, codes + size_t(c / per_word) * 4, 4);
+        const uint32_t q = (word >> (w.bits * (c % per_word))) & mask;
+        const size_t g = size_t(srow + c / w.group);
+        const float s = load_as_f32(w.scale_dtype, w.scales, g),
+                    b = load_as_f32(w.scale_dtype, w.biases, g);
+        out[c] = s * float(q) + b;
+      }
+      return;
+    }
+    case WeightFormat::kNvfp4: {
+      const int64_t srow = r * w.scale_stride;
+      for (int64_t c = 0; c < w.cols; ++c) {
+        const uint8_t byte = codes[c / 2];
+        const uint8_t code = (c & 1) ? uint8_t(byte >> 4) : uint8_t(byte & 15);
+        const float block = e4m3_to_f32(w.scales[srow + c / 16]) * w.scale2;
+        out[c] = e2m1_to_f32(code) * block;
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace inkling
