@@ -31,7 +31,7 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text) {
   std::vector<int32_t> ids;
   std::string cur;
   auto flush = [&]() -> Status {
-    if (cur.empty()) return Status::ok();
+    if (cur.empty()) return Status::success();
     size_t used = 0;
     long long v = 0;
     try {
@@ -43,7 +43,7 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text) {
       return Status::error("--token-ids: '" + cur + "' is not a token id");
     ids.push_back(int32_t(v));
     cur.clear();
-    return Status::ok();
+    return Status::success();
   };
   for (char ch : text) {
     if (ch == ',' || ch == ' ' || ch == '\n' || ch == '\t' || ch == '[' || ch == ']') {

@@ -48,8 +48,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   const ModelInfo& info() const;
   std::unique_ptr<Session> new_session() const;
 
+  // One forward pass over several sessions of this engine at once (continuous batching):
+  // sessions[i] consumes inputs[i] (one token when decoding, more when prefilling). Matmuls and
+  // MoE experts run once over the rows of all sessions; each session keeps its own caches.
+  // Afterwards each session's last_logits() holds the logits of its last input token. All inputs
+  // are validated first; on error no session changes. Thread-safe (calls are serialised).
+  Status step(std::span<Session* const> sessions,
+              std::span<const std::span<const int32_t>> inputs) const;
+
   struct Impl;
-  const Impl& impl() const { return *impl_; }
 
  private:
   Engine() = default;
@@ -67,6 +74,8 @@ class Session {
   // Consumes tokens and returns the logits of every position: [tokens.size() * unpadded_vocab].
   Result<std::vector<float>> prefill_all_logits(std::span<const int32_t> tokens);
 
+  // Logits of the last consumed token ([unpadded_vocab]); meaningless before any input.
+  std::span<const float> last_logits() const;
   int64_t position() const;  // tokens consumed so far
   std::shared_ptr<const SessionSnapshot> snapshot() const;
   void restore(const SessionSnapshot& snap);

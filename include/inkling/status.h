@@ -14,9 +14,10 @@ namespace inkling {
 class Status {
  public:
   Status() = default;
-  static Status ok() { return Status(); }
+  static Status success() { return Status(); }
   static Status error(std::string message) { return Status(std::move(message), true); }
 
+  bool ok() const { return !failed_; }
   bool is_ok() const { return !failed_; }
   explicit operator bool() const { return !failed_; }
   const std::string& message() const { return message_; }

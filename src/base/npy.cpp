@@ -30,7 +30,7 @@ Status write_npy_f32(const std::string& path, const float* data,
   out.write(header.data(), std::streamsize(header.size()));
   out.write(reinterpret_cast<const char*>(data), std::streamsize(n * 4));
   if (!out) return Status::error(path + ": write failed");
-  return Status::ok();
+  return Status::success();
 }
 
 Result<NpyArray> read_npy_f32(const std::string& path) {

@@ -62,7 +62,7 @@ Status parse_entry(const std::string& name, const json& e, size_t data_size, Ten
                dtype_name(t->dtype) + " x " + t->shape_str() + ")");
   t->nbytes = size_t(want);
   t->data = reinterpret_cast<const uint8_t*>(begin);  // rebased by the caller
-  return Status::ok();
+  return Status::success();
 }
 
 }  // namespace
@@ -128,7 +128,7 @@ Status TensorStore::add(std::shared_ptr<SafetensorsFile> f) {
                            " and " + f->path());
   }
   files_.push_back(std::move(f));
-  return Status::ok();
+  return Status::success();
 }
 
 Result<TensorStore> TensorStore::from_files(const std::vector<std::string>& paths) {

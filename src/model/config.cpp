@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -41,7 +42,7 @@ class Fields {
     if (x < min_value)
       return fail(*names.begin(),
                   "must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
-    if (x > int64_t(1) << 40)
+    if (x > std::min<int64_t>(int64_t(1) << 40, std::numeric_limits<T>::max()))
       return fail(*names.begin(), "is implausibly large: " + std::to_string(x));
     *out = T(x);
   }

@@ -3,6 +3,7 @@
 #include "inkling/engine.h"
 
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "model/model.h"
@@ -14,11 +15,14 @@ struct Engine::Impl {
   std::unique_ptr<ThreadPool> pool;
   EngineOptions opts;
   ModelInfo info;
+  std::mutex batch_mu;  // guards batch_scratch (step() may be called from any one thread at a time)
+  Scratch batch_scratch;
 };
 
 class SessionSnapshot {
  public:
   SequenceState state;
+  std::vector<float> logits;  // of the last consumed token
 };
 
 struct Session::Impl {
@@ -90,7 +94,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
   m->store = std::move(store).value();
   m->n_tensors = int64_t(m->store.all().size());
   INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize(refs_from_store(m->store), &m->layout));
-  INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical));
+  INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
+  INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical, quant));
   return m;
 }
 
@@ -136,7 +141,7 @@ Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens) {
       return Status::error("[session] token id " + std::to_string(tokens[i]) + " at position " +
                            std::to_string(i) + " is outside the vocabulary [0, " +
                            std::to_string(c.vocab_size) + ")");
-  return Status::ok();
+  return Status::success();
 }
 
 // Runs tokens in chunks; `all` receives every position's logits when non-null.
@@ -145,8 +150,9 @@ void run_chunks(Session::Impl& s, std::span<const int32_t> tokens, std::vector<f
   for (size_t b = 0; b < tokens.size(); b += size_t(chunk)) {
     const int64_t T = std::min<int64_t>(chunk, int64_t(tokens.size() - b));
     const bool last = b + size_t(T) == tokens.size();
-    float* out = all ? all->data() + b * size_t(V) : (last ? s.logits.data() : nullptr);
-    forward_chunk(*s.model, tokens.data() + b, T, s.state, s.scratch, out, all != nullptr, s.pool);
+    Segment seg{&s.state, tokens.data() + b, T, nullptr, all != nullptr};
+    seg.logits = all ? all->data() + b * size_t(V) : (last ? s.logits.data() : nullptr);
+    forward_batch(*s.model, &seg, 1, s.scratch, s.pool);
   }
   if (all) std::copy_n(all->data() + (tokens.size() - 1) * size_t(V), V, s.logits.data());
 }
@@ -170,6 +176,52 @@ Result<std::vector<float>> Session::prefill_all_logits(std::span<const int32_t> 
   return all;
 }
 
+Status Engine::step(std::span<Session* const> sessions,
+                    std::span<const std::span<const int32_t>> inputs) const {
+  if (sessions.size() != inputs.size())
+    return Status::error("[session] step: " + std::to_string(sessions.size()) + " sessions but " +
+                         std::to_string(inputs.size()) + " inputs");
+  const ModelConfig& c = impl_->model->config;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    if (!sessions[i] || sessions[i]->impl_->model != impl_->model.get())
+      return Status::error("[session] step: session " + std::to_string(i) +
+                           " belongs to another engine");
+    for (size_t j = 0; j < i; ++j)
+      if (sessions[j] == sessions[i])
+        return Status::error("[session] step: a session appears twice");
+    INK_RETURN_IF_ERROR(check_tokens(c, inputs[i]));
+  }
+  std::lock_guard<std::mutex> lk(impl_->batch_mu);
+  Scratch& scratch = impl_->batch_scratch;
+  if (scratch.chunk == 0) scratch = Scratch::make(c, impl_->opts.prefill_chunk);
+  // Pack pieces of the inputs into passes of at most `chunk` rows; a long input continues in
+  // the next pass, so every session's tokens run in order.
+  std::vector<Segment> segs;
+  std::vector<size_t> done(sessions.size(), 0);
+  for (;;) {
+    segs.clear();
+    int64_t room = scratch.chunk;
+    for (size_t i = 0; i < sessions.size() && room > 0; ++i) {
+      const size_t left = inputs[i].size() - done[i];
+      if (left == 0) continue;
+      const int64_t n = std::min<int64_t>(room, int64_t(left));
+      Session::Impl& si = *sessions[i]->impl_;
+      const bool last = done[i] + size_t(n) == inputs[i].size();
+      segs.push_back(Segment{&si.state, inputs[i].data() + done[i], n,
+                             last ? si.logits.data() : nullptr, false});
+      done[i] += size_t(n);
+      room -= n;
+    }
+    if (segs.empty()) break;
+    forward_batch(*impl_->model, segs.data(), segs.size(), scratch, impl_->pool.get());
+  }
+  return Status::success();
+}
+
+std::span<const float> Session::last_logits() const {
+  return impl_->logits;
+}
+
 int64_t Session::position() const {
   return impl_->state.pos;
 }
@@ -177,6 +229,7 @@ int64_t Session::position() const {
 std::shared_ptr<const SessionSnapshot> Session::snapshot() const {
   auto snap = std::make_shared<SessionSnapshot>();
   snap->state = impl_->state;
+  snap->logits = impl_->logits;
   return snap;
 }
 

@@ -8,6 +8,7 @@
 #include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/norm.h"
+#include "ops/quant.h"
 
 namespace inkling {
 
@@ -31,33 +32,25 @@ Scratch Scratch::make(const ModelConfig& c, int64_t chunk) {
   s.route_w.resize(size_t(chunk * c.top_k));
   s.route_gamma.resize(size_t(chunk * std::max(c.n_shared, 1)));
   s.expert_tokens.resize(size_t(chunk * c.top_k));
-  s.logits_row.resize(size_t(c.unpadded_vocab));
   return s;
 }
 
 namespace {
 
-// Attention branch: a [T, H] (normed) -> out [T, H]. Updates the layer's KV cache and k/v convs.
-void attention_block(const ModelConfig& c, const LayerSpec& spec, const AttentionWeights& w,
-                     const float* a, int64_t T, int64_t pos0, LayerCache& cache, Scratch& s,
-                     float* out, ThreadPool* pool) {
+// Attention branch: a [T, H] (normed rows of all segments) -> out [T, H]. Updates each
+// segment's KV cache and k/v conv states for this layer.
+void attention_block(const ModelConfig& c, int layer, const AttentionWeights& w, const float* a,
+                     const Segment* segs, size_t n_segs, int64_t T, Scratch& s, float* out,
+                     ThreadPool* pool) {
+  const LayerSpec& spec = c.layers[size_t(layer)];
   const int64_t H = c.hidden, nh = spec.n_heads, nkv = spec.n_kv_heads, hd = spec.head_dim;
   const int64_t qw = nh * hd, kvw = nkv * hd, rw = nh * c.d_rel;
   matmul(a, T, H, w.q, s.q.data(), qw, pool);
   matmul(a, T, H, w.k, s.k.data(), kvw, pool);
   matmul(a, T, H, w.v, s.v.data(), kvw, pool);
   matmul(a, T, H, w.r, s.r.data(), rw, pool);
-  // Short convs on the flat k and v vectors, before the head split and k_norm.
-  short_conv(s.k.data(), T, kvw, w.k_conv.data(), c.conv_k, cache.conv_k.data(), s.k.data());
-  short_conv(s.v.data(), T, kvw, w.v_conv.data(), c.conv_k, cache.conv_v.data(), s.v.data());
   rms_norm_rows(s.q.data(), w.q_norm.data(), T * nh, hd, c.rms_eps, s.q.data());
-  rms_norm_rows(s.k.data(), w.k_norm.data(), T * nkv, hd, c.rms_eps, s.k.data());
 
-  const KvView kv = cache.reserve(pos0 + T);
-  for (int64_t i = 0; i < T; ++i) {
-    std::copy_n(s.k.data() + i * kvw, kvw, cache.k_row(pos0 + i));
-    std::copy_n(s.v.data() + i * kvw, kvw, cache.v_row(pos0 + i));
-  }
   AttentionShape shape;
   shape.n_heads = spec.n_heads;
   shape.n_kv_heads = spec.n_kv_heads;
@@ -67,7 +60,26 @@ void attention_block(const ModelConfig& c, const LayerSpec& spec, const Attentio
   shape.window = spec.sliding ? c.window : 0;
   shape.log_floor = (!spec.sliding && c.log_floor) ? *c.log_floor : 0.0;
   shape.log_alpha = c.log_alpha;
-  attention(s.q.data(), s.r.data(), T, pos0, kv, w.rel_proj.data(), shape, s.att.data(), pool);
+  int64_t off = 0;
+  for (size_t i = 0; i < n_segs; ++i) {
+    const Segment& g = segs[i];
+    LayerCache& cache = g.state->layers[size_t(layer)];
+    float* k = s.k.data() + off * kvw;
+    float* v = s.v.data() + off * kvw;
+    // Short convs on the flat k and v vectors, before the head split and k_norm.
+    short_conv(k, g.n, kvw, w.k_conv.data(), c.conv_k, cache.conv_k.data(), k);
+    short_conv(v, g.n, kvw, w.v_conv.data(), c.conv_k, cache.conv_v.data(), v);
+    rms_norm_rows(k, w.k_norm.data(), g.n * nkv, hd, c.rms_eps, k);
+    const int64_t pos0 = g.state->pos;
+    const KvView kv = cache.reserve(pos0 + g.n);
+    for (int64_t t = 0; t < g.n; ++t) {
+      std::copy_n(k + t * kvw, kvw, cache.k_row(pos0 + t));
+      std::copy_n(v + t * kvw, kvw, cache.v_row(pos0 + t));
+    }
+    attention(s.q.data() + off * qw, s.r.data() + off * rw, g.n, pos0, kv, w.rel_proj.data(), shape,
+              s.att.data() + off * qw, pool);
+    off += g.n;
+  }
   matmul(s.att.data(), T, qw, w.o, out, H, pool);
 }
 
@@ -78,53 +90,92 @@ void dense_block(const ModelConfig& c, const LayerWeights& w, const float* m, in
   for (int64_t i = 0; i < T * H; ++i) out[i] *= w.dense_scale;
 }
 
+// Branch output br [T, H] -> br + conv(br) per segment, with that segment's conv state.
+void branch_conv(const std::vector<float>& weight, int64_t K, int layer, bool mlp,
+                 const Segment* segs, size_t n_segs, int64_t H, float* br) {
+  int64_t off = 0;
+  for (size_t i = 0; i < n_segs; ++i) {
+    LayerCache& cache = segs[i].state->layers[size_t(layer)];
+    float* st = mlp ? cache.conv_mlp.data() : cache.conv_attn.data();
+    short_conv(br + off * H, segs[i].n, H, weight.data(), K, st, br + off * H);
+    off += segs[i].n;
+  }
+}
+
 // One decoder layer on x [T, H] in place:
 //   x += SC_attn(Attention(RMSNorm(x)));  x += SC_mlp(MLP_or_MoE(RMSNorm(x)))
-void forward_layer(const Model& m, int layer, float* x, int64_t T, int64_t pos0, LayerCache& cache,
-                   Scratch& s, ThreadPool* pool) {
+void forward_layer(const Model& m, int layer, float* x, const Segment* segs, size_t n_segs,
+                   int64_t T, Scratch& s, ThreadPool* pool) {
   const ModelConfig& c = m.config;
-  const LayerSpec& spec = c.layers[size_t(layer)];
   const LayerWeights& w = m.weights.layers[size_t(layer)];
   const int64_t H = c.hidden, n = T * H;
+  float* br = s.br.data();
 
   rms_norm_rows(x, w.attn_norm.data(), T, H, c.rms_eps, s.a.data());
-  attention_block(c, spec, w.attn, s.a.data(), T, pos0, cache, s, s.br.data(), pool);
-  short_conv(s.br.data(), T, H, w.attn_conv.data(), c.conv_k, cache.conv_attn.data(), s.br.data());
-  for (int64_t i = 0; i < n; ++i) x[i] += s.br[size_t(i)];
+  attention_block(c, layer, w.attn, s.a.data(), segs, n_segs, T, s, br, pool);
+  branch_conv(w.attn_conv, c.conv_k, layer, /*mlp=*/false, segs, n_segs, H, br);
+  for (int64_t i = 0; i < n; ++i) x[i] += br[i];
 
   rms_norm_rows(x, w.mlp_norm.data(), T, H, c.rms_eps, s.a.data());
-  if (spec.dense)
-    dense_block(c, w, s.a.data(), T, s, s.br.data(), pool);
+  if (c.layers[size_t(layer)].dense)
+    dense_block(c, w, s.a.data(), T, s, br, pool);
   else
-    moe_block(c, w.moe, s.a.data(), T, s, s.br.data(), pool);
-  short_conv(s.br.data(), T, H, w.mlp_conv.data(), c.conv_k, cache.conv_mlp.data(), s.br.data());
-  for (int64_t i = 0; i < n; ++i) x[i] += s.br[size_t(i)];
+    moe_block(c, w.moe, s.a.data(), T, s, br, pool);
+  branch_conv(w.mlp_conv, c.conv_k, layer, /*mlp=*/true, segs, n_segs, H, br);
+  for (int64_t i = 0; i < n; ++i) x[i] += br[i];
 }
 
 }  // namespace
 
-void forward_chunk(const Model& m, const int32_t* tokens, int64_t T, SequenceState& state,
-                   Scratch& s, float* logits, bool all_positions, ThreadPool* pool) {
+void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& s,
+                   ThreadPool* pool) {
   const ModelConfig& c = m.config;
   const Weights& w = m.weights;
-  const int64_t H = c.hidden;
+  const int64_t H = c.hidden, V = c.unpadded_vocab;
+  int64_t T = 0;
+  for (size_t i = 0; i < n_segs; ++i) T += segs[i].n;
+  INK_CHECK(T > 0 && T <= s.chunk);
   float* x = s.x.data();
-  for (int64_t i = 0; i < T; ++i) row_to_f32(w.embed.row(tokens[i]), w.embed.dtype, H, x + i * H);
+  int64_t off = 0;
+  for (size_t i = 0; i < n_segs; ++i)
+    for (int64_t t = 0; t < segs[i].n; ++t, ++off)
+      dequant_row(w.embed, segs[i].tokens[t], x + off * H);  // any storage format
   rms_norm_rows(x, w.embed_norm.data(), T, H, c.rms_eps, x);
-  for (int l = 0; l < c.n_layers; ++l)
-    forward_layer(m, l, x, T, state.pos, state.layers[size_t(l)], s, pool);
-  state.pos += T;
-  if (!logits) return;
+  for (int l = 0; l < c.n_layers; ++l) forward_layer(m, l, x, segs, n_segs, T, s, pool);
+  for (size_t i = 0; i < n_segs; ++i) segs[i].state->pos += segs[i].n;
 
-  // Final norm, divide by the muP multiplier (a true division, as transformers does), then the
-  // head over the unpadded vocabulary only.
-  const int64_t first = all_positions ? 0 : T - 1, rows = T - first;
+  // Rows that need logits: final norm, divide by the muP multiplier (a true division, as
+  // transformers does), then the head over the unpadded vocabulary only, in one matmul.
   float* h = s.a.data();
-  rms_norm_rows(x + first * H, w.final_norm.data(), rows, H, c.rms_eps, h);
+  int64_t rows = 0;
+  off = 0;
+  for (size_t i = 0; i < n_segs; ++i) {
+    const Segment& g = segs[i];
+    if (g.logits) {
+      const int64_t first = g.all_positions ? 0 : g.n - 1;
+      std::copy_n(x + (off + first) * H, (g.n - first) * H, h + rows * H);
+      rows += g.n - first;
+    }
+    off += g.n;
+  }
+  if (rows == 0) return;
+  rms_norm_rows(h, w.final_norm.data(), rows, H, c.rms_eps, h);
   const float mup = float(c.mup_divisor);
   for (int64_t i = 0; i < rows * H; ++i) h[i] /= mup;
-  const MatView head = w.lm_head.slice_rows(0, c.unpadded_vocab);
-  matmul(h, rows, H, head, logits, c.unpadded_vocab, pool);
+  const MatView head = w.lm_head.slice_rows(0, V);
+  const bool direct = n_segs == 1;  // one segment: write straight into its output
+  if (!direct && s.logits.size() < size_t(rows * V)) s.logits.resize(size_t(rows * V));
+  float* dst = direct ? segs[0].logits : s.logits.data();
+  matmul(h, rows, H, head, dst, V, pool);
+  if (direct) return;
+  int64_t r = 0;
+  for (size_t i = 0; i < n_segs; ++i) {
+    const Segment& g = segs[i];
+    if (!g.logits) continue;
+    const int64_t n_rows = g.all_positions ? g.n : 1;
+    std::copy_n(dst + r * V, n_rows * V, g.logits);
+    r += n_rows;
+  }
 }
 
 }  // namespace inkling

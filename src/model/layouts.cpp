@@ -99,7 +99,7 @@ Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, Tensor
   } else {
     second->data = r.data + size_t(r.strides[d] * first->shape[d]) * esz;
   }
-  return Status::ok();
+  return Status::success();
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report) {
     if (!fresh)
       return Status::error("[load] " + it->second.origin + " and another tensor both map to '" +
                            name + "'");
-    return Status::ok();
+    return Status::success();
   };
   static const std::regex kOgLayer(R"(^model\.llm\.layers\.(\d+)\.(.+)$)");
   for (const auto& [name0, ref] : in) {

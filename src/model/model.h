@@ -27,7 +27,8 @@ struct Model {
 // Reusable activation buffers for chunks of up to `chunk` tokens (allocated once per session).
 struct Scratch {
   int64_t chunk = 0;
-  std::vector<float> x, a, q, k, v, r, att, br, g, u, h, y, logits_row;
+  std::vector<float> x, a, q, k, v, r, att, br, g, u, h, y;
+  std::vector<float> logits;  // [chunk, unpadded_vocab], batched head output; lazily sized
   std::vector<float> moe_in, moe_g, moe_u, moe_out;  // gathered rows of one expert's tokens
   std::vector<float> router_logits;                  // [chunk, E+S]
   std::vector<int32_t> route_idx;                    // [chunk, k]
@@ -37,9 +38,20 @@ struct Scratch {
   static Scratch make(const ModelConfig& c, int64_t chunk);
 };
 
-// Runs tokens[0..T) (T <= scratch.chunk) through the model at state.pos, advancing the state.
-// If `logits` is non-null it receives [T, unpadded_vocab] (all_positions) or the last row only.
-void forward_chunk(const Model& m, const int32_t* tokens, int64_t T, SequenceState& state,
-                   Scratch& s, float* logits, bool all_positions, ThreadPool* pool);
+// One sequence's share of a batched forward: `n` tokens appended to `state`. If `logits` is
+// non-null it receives [n, unpadded_vocab] (all_positions) or the last position's row only.
+struct Segment {
+  SequenceState* state = nullptr;
+  const int32_t* tokens = nullptr;
+  int64_t n = 0;
+  float* logits = nullptr;
+  bool all_positions = false;
+};
+
+// Runs several sequences through the model in one pass: every matmul (and each MoE expert) sees
+// the rows of all segments together; convs and attention use each segment's own state. The
+// total token count must be <= scratch.chunk. Advances every segment's state.
+void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& s,
+                   ThreadPool* pool);
 
 }  // namespace inkling
