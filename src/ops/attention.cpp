@@ -22,13 +22,14 @@ void attention(const float* q, const float* r, int64_t T, int64_t pos0, const Kv
   const float scale = 1.f / float(hd);
   auto run = [&](size_t b, size_t e) {
     thread_local std::vector<float> scores, qs;
-    qs.resize(size_t(hd));
+    // Scratch grows geometrically and never shrinks, so decode steps stop allocating.
+    if (qs.size() < size_t(hd)) qs.resize(size_t(hd));
     for (size_t item = b; item < e; ++item) {
       const int64_t i = int64_t(item) / nh, h = int64_t(item) % nh;
       const int64_t t = pos0 + i;
       const int64_t lo = s.window > 0 ? std::max<int64_t>(0, t - s.window + 1) : 0;
       const int64_t n = t - lo + 1;
-      scores.resize(size_t(n));
+      if (scores.size() < size_t(n)) scores.resize(std::max(size_t(n), 2 * scores.size()));
       const float tau = log_position_tau(t, s.log_floor, s.log_alpha);
       const float* qh = q + i * nh * hd + h * hd;
       for (int64_t c = 0; c < hd; ++c) qs[size_t(c)] = qh[c] * tau;

@@ -12,7 +12,7 @@ void short_conv(const float* u, int64_t T, int64_t C, const float* w, int64_t K,
   // Keep a copy of the last K-1 inputs (the new state) before `out` may overwrite `u`.
   thread_local std::vector<float> hist;
   const int64_t H = K - 1;
-  hist.resize(size_t((H + T) * C));
+  if (hist.size() < size_t((H + T) * C)) hist.resize(size_t((H + T) * C));
   std::memcpy(hist.data(), state, size_t(H * C) * sizeof(float));
   std::memcpy(hist.data() + H * C, u, size_t(T * C) * sizeof(float));
   for (int64_t t = 0; t < T; ++t) {
