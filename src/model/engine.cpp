@@ -94,7 +94,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
   m->store = std::move(store).value();
   m->n_tensors = int64_t(m->store.all().size());
   INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize(refs_from_store(m->store), &m->layout));
-  INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical));
+  INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
+  INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical, quant));
   return m;
 }
 

@@ -3,7 +3,8 @@
 // views that undo the gate/up row interleave of fused w13 tensors.
 #include "model/layouts.h"
 
-#include <regex>
+#include <cstring>
+#include <set>
 
 namespace inkling {
 
@@ -58,7 +59,9 @@ bool is_dropped(const std::string& n) {
   return n.find("training_args") != std::string::npos;
 }
 
-// Layer-local renames from the original layout to transformers' names.
+// Layer-local renames to transformers' names: the original layout (attn.wq_du, ...), MLX's
+// pre-converted and mlx-vlm names (switch_mlp, gate_weight, rel_proj, conv.weight, ...). The
+// sources never collide, so one table serves every prefix.
 const std::pair<const char*, const char*> kLayerRenames[] = {
     {"attn_norm.weight", "input_layernorm.weight"},
     {"mlp_norm.weight", "post_attention_layernorm.weight"},
@@ -78,7 +81,106 @@ const std::pair<const char*, const char*> kLayerRenames[] = {
     {"mlp.gate.bias", "mlp.gate.e_score_correction_bias"},
     {"mlp.experts.w2_weight", "mlp.experts.down_proj"},
     {"mlp.shared_experts.shared_w2_weight", "mlp.shared_experts.down_proj"},
+    // MLX (mlx-community pre-converted and mlx-vlm's own names)
+    {"self_attn.rel_proj", "self_attn.rel_logits_proj.proj"},
+    {"self_attn.k_sconv.conv.weight", "self_attn.k_sconv.conv1d.weight"},
+    {"self_attn.v_sconv.conv.weight", "self_attn.v_sconv.conv1d.weight"},
+    {"attn_sconv.conv.weight", "attn_sconv.conv1d.weight"},
+    {"mlp_sconv.conv.weight", "mlp_sconv.conv1d.weight"},
+    {"mlp.experts.gate_proj.weight", "mlp.experts.gate_proj"},
+    {"mlp.experts.up_proj.weight", "mlp.experts.up_proj"},
+    {"mlp.experts.down_proj.weight", "mlp.experts.down_proj"},
+    {"mlp.switch_mlp.gate_proj.weight", "mlp.experts.gate_proj"},
+    {"mlp.switch_mlp.up_proj.weight", "mlp.experts.up_proj"},
+    {"mlp.switch_mlp.down_proj.weight", "mlp.experts.down_proj"},
+    {"mlp.switch_mlp.gate_scale", "mlp.experts.gate_scale"},
+    {"mlp.switch_mlp.out_scale", "mlp.experts.out_scale"},
+    {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.gate_proj"},
+    {"mlp.shared_experts.up_proj.weight", "mlp.shared_experts.up_proj"},
+    {"mlp.shared_experts.down_proj.weight", "mlp.shared_experts.down_proj"},
+    {"mlp.gate_weight", "mlp.gate.weight"},
+    {"mlp.e_score_correction_bias", "mlp.gate.e_score_correction_bias"},
 };
+
+// Splits "<prefix>layers.<i>.<rest>" (prefix already canonical "model.") into its parts.
+bool split_layer(const std::string& name, std::string* layer, std::string* rest) {
+  static const std::string kPre = "model.layers.";
+  if (!starts_with(name, kPre)) return false;
+  const size_t dot = name.find('.', kPre.size());
+  if (dot == std::string::npos || dot == kPre.size()) return false;
+  for (size_t i = kPre.size(); i < dot; ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  *layer = name.substr(0, dot + 1);
+  *rest = name.substr(dot + 1);
+  return true;
+}
+
+enum class Source : uint8_t { kOther, kOg, kMultimodal, kMlxVlm, kCausalLm };
+
+// Prefix step: every spelling of the top level and of the layer prefix -> "model." / "lm_head.".
+std::string canonical_prefix(const std::string& n, Source* src) {
+  static const std::pair<const char*, const char*> kTop[] = {
+      {"model.llm.embed.", "model.embed_tokens."},
+      {"model.llm.embed_norm.", "model.embed_norm."},
+      {"model.llm.norm.", "model.norm."},
+      {"model.llm.unembed.", "lm_head."}};
+  for (const auto& [a, b] : kTop)
+    if (starts_with(n, a)) return *src = Source::kOg, b + n.substr(std::strlen(a));
+  static const std::pair<const char*, const char*> kPrefixes[] = {
+      {"model.llm.layers.", "model.layers."},
+      {"model.language_model.", "model."},
+      {"language_model.model.", "model."},
+      {"language_model.lm_head.", "lm_head."}};
+  const Source kinds[] = {Source::kOg, Source::kMultimodal, Source::kMlxVlm, Source::kMlxVlm};
+  for (size_t i = 0; i < 4; ++i)
+    if (starts_with(n, kPrefixes[i].first)) {
+      *src = kinds[i];
+      return kPrefixes[i].second + n.substr(std::strlen(kPrefixes[i].first));
+    }
+  if (starts_with(n, "model.llm."))
+    *src = Source::kOg;
+  else if (starts_with(n, "model.") || starts_with(n, "lm_head."))
+    *src = Source::kCausalLm;
+  return n;
+}
+
+// Canonical name of a (non-sidecar) tensor. `moe_layers` holds the layer prefixes whose router
+// uses mlx-vlm's names, where "mlp.global_scale" is the router's scale, not a dense one.
+std::string canonical_name(const std::string& n, const std::set<std::string>& moe_layers,
+                           Source* src) {
+  std::string name = canonical_prefix(n, src);
+  if (name == "model.embed_tokens.embed_norm.weight") return "model.embed_norm.weight";
+  std::string layer, rest;
+  if (!split_layer(name, &layer, &rest)) return name;
+  for (const auto& [a, b] : kLayerRenames)
+    if (rest == a) return layer + b;
+  if (rest == "mlp.global_scale" && moe_layers.count(layer)) return layer + "mlp.gate.global_scale";
+  return name;
+}
+
+// Quantization sidecars in checkpoint spelling: MLX "x.scales"/"x.biases" beside "x.weight";
+// ModelOpt "p.scale"/"p.scale2" under the parameter p (transformers-ModelOpt: "x.weight_scale",
+// "x.weight_scale_2"). Returns false for ordinary tensors.
+bool parse_sidecar(const std::string& n, std::string* base, Sidecar* kind) {
+  struct Rule {
+    const char* suffix;
+    Sidecar kind;
+    const char* base_suffix;
+  };
+  static const Rule kRules[] = {{".scales", Sidecar::kScales, ".weight"},
+                                {".biases", Sidecar::kBiases, ".weight"},
+                                {".weight_scale_2", Sidecar::kScale2, ".weight"},
+                                {".weight_scale", Sidecar::kScales, ".weight"},
+                                {".scale2", Sidecar::kScale2, ""},
+                                {".scale", Sidecar::kScales, ""}};
+  for (const Rule& r : kRules)
+    if (ends_with(n, r.suffix) && n.size() > std::strlen(r.suffix)) {
+      *base = n.substr(0, n.size() - std::strlen(r.suffix)) + r.base_suffix;
+      *kind = r.kind;
+      return true;
+    }
+  return false;
+}
 
 // Splits dim -2 of `r` into two halves: interleaved rows (g0,u0,g1,u1,...) or contiguous halves.
 Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, TensorRef* second) {
@@ -104,9 +206,16 @@ Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, Tensor
 
 }  // namespace
 
+std::string sidecar_name(const std::string& weight, Sidecar kind) {
+  static const char* kNames[] = {".scales", ".biases", ".scale2"};
+  const std::string stem =
+      ends_with(weight, ".weight") ? weight.substr(0, weight.size() - 7) : weight;
+  return stem + kNames[size_t(kind)];
+}
+
 Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report) {
   TensorMap out;
-  bool saw_og = false, saw_mm = false, saw_hf = false;
+  bool seen[5] = {};
   auto put = [&](const std::string& name, TensorRef r) -> Status {
     auto [it, fresh] = out.emplace(name, std::move(r));
     if (!fresh)
@@ -114,40 +223,32 @@ Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report) {
                            name + "'");
     return Status::success();
   };
-  static const std::regex kOgLayer(R"(^model\.llm\.layers\.(\d+)\.(.+)$)");
+  // Layers whose MoE router carries mlx-vlm's names (mlp.gate_weight).
+  std::set<std::string> moe_layers;
+  for (const auto& [n, ref] : in) {
+    Source src;
+    std::string layer, rest;
+    if (split_layer(canonical_prefix(n, &src), &layer, &rest) && rest == "mlp.gate_weight")
+      moe_layers.insert(layer);
+  }
   for (const auto& [name0, ref] : in) {
-    if (is_dropped(name0)) {
+    if (is_dropped(name0) || ends_with(name0, ".input_amax") ||
+        ends_with(name0, ".original_shape") || ends_with(name0, ".input_scale")) {
       if (report) report->dropped.push_back(name0);
       continue;
     }
-    std::string name = name0;
-    // Prefixes -> InklingForCausalLM's.
-    if (starts_with(name, "model.llm.")) {
-      saw_og = true;
-      static const std::pair<const char*, const char*> kTop[] = {
-          {"model.llm.embed.weight", "model.embed_tokens.weight"},
-          {"model.llm.embed_norm.weight", "model.embed_norm.weight"},
-          {"model.llm.norm.weight", "model.norm.weight"},
-          {"model.llm.unembed.weight", "lm_head.weight"}};
-      bool top = false;
-      for (const auto& [a, b] : kTop)
-        if (name == a) name = b, top = true;
-      std::smatch m;
-      if (!top && std::regex_match(name0, m, kOgLayer)) {
-        std::string rest = m[2];
-        for (const auto& [a, b] : kLayerRenames)
-          if (rest == a) rest = b;
-        name = "model.layers." + std::string(m[1]) + "." + rest;
-      }
-    } else if (starts_with(name, "model.language_model.")) {
-      saw_mm = true;
-      name = "model." + name.substr(std::string("model.language_model.").size());
-    } else if (starts_with(name, "model.") || name == "lm_head.weight") {
-      saw_hf = true;
-    }
-    if (name == "model.embed_tokens.embed_norm.weight") name = "model.embed_norm.weight";
+    std::string base = name0;
+    Sidecar kind = Sidecar::kScales;
+    const bool sidecar = parse_sidecar(name0, &base, &kind);
+    Source src = Source::kOther;
+    const std::string name = canonical_name(base, moe_layers, &src);
+    seen[size_t(src)] = true;
+    auto final_name = [&](const std::string& weight) {
+      return sidecar ? sidecar_name(weight, kind) : weight;
+    };
 
-    // Fused gate/up tensors become two views.
+    // Fused gate/up tensors (and their block scales / MLX scales and biases) become two views;
+    // a per-tensor scale2 applies to both halves unchanged.
     struct Fused {
       const char* suffix;
       const char* gate;
@@ -165,10 +266,11 @@ Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report) {
     for (const auto& f : kFused) {
       if (!ends_with(name, f.suffix)) continue;
       const std::string stem = name.substr(0, name.size() - std::string(f.suffix).size());
-      TensorRef g, u;
-      INK_RETURN_IF_ERROR(split_rows(ref, f.interleaved, &g, &u));
-      INK_RETURN_IF_ERROR(put(stem + f.gate, std::move(g)));
-      INK_RETURN_IF_ERROR(put(stem + f.up, std::move(u)));
+      TensorRef g = ref, u = ref;
+      if (!(sidecar && kind == Sidecar::kScale2))
+        INK_RETURN_IF_ERROR(split_rows(ref, f.interleaved, &g, &u));
+      INK_RETURN_IF_ERROR(put(final_name(stem + f.gate), std::move(g)));
+      INK_RETURN_IF_ERROR(put(final_name(stem + f.up), std::move(u)));
       fused = true;
       break;
     }
@@ -176,20 +278,22 @@ Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report) {
 
     TensorRef r = ref;
     // Depthwise conv weights: [C, 1, K] (torch) or [C, K, 1] (MLX) are both the bytes of [C, K].
-    if (ends_with(name, "sconv.conv1d.weight") && r.shape.size() == 3 &&
+    if (!sidecar && ends_with(name, "sconv.conv1d.weight") && r.shape.size() == 3 &&
         (r.shape[1] == 1 || r.shape[2] == 1)) {
       const int64_t C = r.shape[0], K = r.shape[1] == 1 ? r.shape[2] : r.shape[1];
       r.shape = {C, K};
       r.strides = {K, 1};
       r.derivation = Derivation::kConvSqueeze;
     }
-    INK_RETURN_IF_ERROR(put(name, std::move(r)));
+    INK_RETURN_IF_ERROR(put(final_name(name), std::move(r)));
   }
   if (report) {
-    report->layout = saw_og   ? "original (model.llm.*)"
-                     : saw_mm ? "transformers multimodal (model.language_model.*)"
-                     : saw_hf ? "transformers (InklingForCausalLM)"
-                              : "unknown";
+    report->layout = seen[size_t(Source::kOg)] ? "original (model.llm.*)"
+                     : seen[size_t(Source::kMultimodal)]
+                         ? "transformers multimodal (model.language_model.*)"
+                     : seen[size_t(Source::kMlxVlm)]   ? "mlx-vlm (language_model.model.*)"
+                     : seen[size_t(Source::kCausalLm)] ? "transformers (InklingForCausalLM)"
+                                                       : "unknown";
   }
   return out;
 }

@@ -2,7 +2,8 @@
 // (name, tensor view) pairs: renames, drops towers/MTP, and expresses fused or transposed
 // tensors as strided views of the same bytes (no copies). Idempotent: canonical names map to
 // themselves. Canonical names are transformers' InklingForCausalLM names, with routed experts'
-// gate_up_proj split into mlp.experts.gate_proj / up_proj and conv weights viewed as [C, K].
+// gate_up_proj split into mlp.experts.gate_proj / up_proj and conv weights viewed as [C, K];
+// quantization sidecars become sidecar_name(weight, kind) next to their (packed) weight.
 #pragma once
 
 #include <cstdint>
@@ -42,5 +43,11 @@ TensorMap refs_from_store(const TensorStore& store);
 Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report);
 
 std::string shape_str(const std::vector<int64_t>& s);
+
+// Canonical names of a weight's quantization sidecars: MLX `scales` / `biases`, ModelOpt block
+// `scales` (checkpoint `.scale`) and per-tensor `scale2`. For "x.weight" they are "x.<kind>"
+// (MLX siblings); for a bare parameter such as "...mlp.experts.gate_proj" they are "<name>.<kind>".
+enum class Sidecar : uint8_t { kScales, kBiases, kScale2 };
+std::string sidecar_name(const std::string& weight, Sidecar kind);
 
 }  // namespace inkling

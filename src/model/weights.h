@@ -1,12 +1,16 @@
 // The canonical weights as a struct of named views, bound once at load from the sanitized
 // tensor map with every shape checked against the config. Large matrices are views into the
-// mapped checkpoint in their stored dtype; small vectors (norms, convs, biases) are f32 copies.
+// mapped checkpoint in their stored format (f32/bf16/f16, MLX affine, NVFP4: never dequantized
+// copies); small vectors (norms, convs, biases) are f32 copies.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
 #include "model/layouts.h"
+#include "model/quant_config.h"
 #include "ops/matmul.h"
 
 namespace inkling {
@@ -48,8 +52,19 @@ struct Weights {
   std::vector<float> final_norm;  // [H]
   std::vector<LayerWeights> layers;
   std::vector<std::string> unused;  // canonical tensors nothing bound
+  // Storage of the bound matrices by format ("BF16", "affine q4/g64", "nvfp4"): checkpoint
+  // tensors (codes + sidecars counted once) and their bytes in the mapping.
+  struct Storage {
+    int64_t tensors = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, Storage> storage;
 };
 
+// `quant` says what config.json / hf_quant_config.json state about quantization; the sidecar
+// tensors (scales, biases, scale2) and shapes decide the rest (see docs/quantization.md).
+Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
+                             const QuantConfig& quant);
 Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors);
 
 }  // namespace inkling

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/quant.h"
+#include "ops/quant_matmul.h"
 
 namespace inkling {
 
@@ -72,14 +72,8 @@ float dot_row(const float* x, const uint8_t* row, DType t, int64_t n) {
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy) {
   if (w.format != WeightFormat::kDense) {
-    // Quantized: dequantize each row once into a thread-local buffer, reuse it for every token.
-    thread_local std::vector<float> qbuf;
-    if (qbuf.size() < size_t(w.cols)) qbuf.resize(size_t(w.cols));
-    for (int64_t r = r0; r < r1; ++r) {
-      dequant_row(w, r, qbuf.data());
-      for (int64_t t = 0; t < n_tok; ++t)
-        y[t * ldy + r] = dot_f32(x + t * ldx, qbuf.data(), w.cols);
-    }
+    // Quantized: fused kernels that dequantize in registers (ops/quant_matmul.cpp).
+    quant_matmul_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
     return;
   }
   if (n_tok == 1 || w.dtype == DType::F32) {

@@ -1,7 +1,9 @@
-// Scalar row dequantization for the quantized weight formats.
+// Scalar row dequantization for the quantized weight formats, and column slices of views.
 #include "ops/quant.h"
 
 #include <cstring>
+
+#include "inkling/status.h"
 
 namespace inkling {
 
@@ -43,6 +45,26 @@ void dequant_row(const MatView& w, int64_t r, float* out) {
       return;
     }
   }
+}
+
+MatView slice_cols(const MatView& w, int64_t c0, int64_t n) {
+  MatView v = w;
+  v.cols = n;
+  switch (w.format) {
+    case WeightFormat::kDense:
+      v.data = w.data + size_t(c0) * dtype_size(w.dtype);
+      return v;
+    case WeightFormat::kAffine:
+    case WeightFormat::kNvfp4: {
+      INK_CHECK(c0 % w.group == 0 && n % w.group == 0);
+      v.data = w.data + size_t(c0 * w.bits / 8);
+      const size_t soff = size_t(c0 / w.group) * dtype_size(w.scale_dtype);
+      v.scales = w.scales + soff;
+      if (w.biases) v.biases = w.biases + soff;
+      return v;
+    }
+  }
+  return v;
 }
 
 }  // namespace inkling

@@ -1,5 +1,5 @@
 // Dequantization of one row of a quantized weight view (MLX affine, NVFP4) into f32: the
-// definition every fused quantized kernel is tested against.
+// definition every fused quantized kernel is tested against. Also column slices of views.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,13 @@ namespace inkling {
 // E2M1 code (bit 3 sign, bits 0-2 magnitude index) -> value.
 float e2m1_to_f32(uint8_t code);
 
-// Writes the w.cols values of row r to out. Affine: scale * q + bias (f32 arithmetic on the
-// stored scale/bias). NVFP4: e2m1 * (f32(e4m3 scale) * scale2).
+// Writes the w.cols values of row r to out. Dense: the stored elements as f32. Affine:
+// scale * q + bias (f32 arithmetic on the stored scale/bias). NVFP4: e2m1 * (f32(e4m3 scale) *
+// scale2), the block factor rounded once, as ModelOpt's dequantize associates it.
 void dequant_row(const MatView& w, int64_t r, float* out);
+
+// Columns [c0, c0 + n) of every row as a view of their own (same row strides). For quantized
+// views c0 and n must be multiples of the group (block) size, so codes and scales split cleanly.
+MatView slice_cols(const MatView& w, int64_t c0, int64_t n);
 
 }  // namespace inkling

@@ -1,0 +1,248 @@
+// Fused quantized matmul kernels (Highway, compiled for every target, picked at run time).
+// Affine: per group, s * sum(x * q) + b * sum(x), with sum(x) per group computed once per call;
+// NVFP4: per 16-block, (e4m3 * scale2) * sum(x * e2m1). Codes are widened from bytes in
+// registers; 4-bit codes pair with x deinterleaved (even/odd columns) by LoadInterleaved2.
+// Tokens are processed in blocks of up to 4 so each decoded chunk feeds several products.
+#include "ops/quant_matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/quant_matmul.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "base/dtype.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace inkling {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace {  // internal linkage: other Highway files define their own per-target helpers
+
+constexpr int kMaxTok = 4;  // tokens per block (accumulators held in registers)
+
+// Scale / bias of group g in a row of scales stored as `t`.
+inline float load_scale(DType t, const uint8_t* p, int64_t g) {
+  switch (t) {
+    case DType::BF16: {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * g, 2);
+      return bf16_to_f32(h);
+    }
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, p + 4 * g, 4);
+      return f;
+    }
+    default:
+      return load_as_f32(t, p, size_t(g));
+  }
+}
+
+// Affine rows for NT tokens. xsum[t * ngroups + g] = sum of x over group g of token t.
+template <int NT, int kBits>
+void AffineRows(const float* x, int64_t ldx, const float* xsum, const inkling::MatView& w,
+                int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  const hn::CappedTag<float, 16> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t group = w.group, ngroups = w.cols / group;
+  const size_t ssz = dtype_size(w.scale_dtype);
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* codes = w.row(r);
+    const uint8_t* srow = w.scales + size_t(r * w.scale_stride) * ssz;
+    const uint8_t* brow = w.biases + size_t(r * w.scale_stride) * ssz;
+    decltype(hn::Zero(d)) tot[NT];
+    float bsum[NT];
+    for (int t = 0; t < NT; ++t) tot[t] = hn::Zero(d), bsum[t] = 0.f;
+    for (int64_t g = 0; g < ngroups; ++g) {
+      decltype(hn::Zero(d)) acc[NT];
+      for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(d);
+      const int64_t c_end = (g + 1) * group;
+      if constexpr (kBits == 4) {
+        for (int64_t c = g * group; c < c_end; c += 2 * N) {
+          const auto q = hn::PromoteTo(du, hn::LoadU(d8, codes + c / 2));
+          const auto lo = hn::ConvertTo(d, hn::BitCast(di, hn::And(q, hn::Set(du, 15u))));
+          const auto hi = hn::ConvertTo(d, hn::BitCast(di, hn::ShiftRight<4>(q)));
+          for (int t = 0; t < NT; ++t) {
+            decltype(hn::Zero(d)) xe, xo;
+            hn::LoadInterleaved2(d, x + t * ldx + c, xe, xo);
+            acc[t] = hn::MulAdd(xe, lo, acc[t]);
+            acc[t] = hn::MulAdd(xo, hi, acc[t]);
+          }
+        }
+      } else {
+        for (int64_t c = g * group; c < c_end; c += N) {
+          const auto q =
+              hn::ConvertTo(d, hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(d8, codes + c))));
+          for (int t = 0; t < NT; ++t)
+            acc[t] = hn::MulAdd(hn::LoadU(d, x + t * ldx + c), q, acc[t]);
+        }
+      }
+      const float s = load_scale(w.scale_dtype, srow, g), b = load_scale(w.scale_dtype, brow, g);
+      const auto vs = hn::Set(d, s);
+      for (int t = 0; t < NT; ++t) {
+        tot[t] = hn::MulAdd(vs, acc[t], tot[t]);
+        bsum[t] += b * xsum[t * ngroups + g];
+      }
+    }
+    for (int t = 0; t < NT; ++t) y[t * ldy + r] = hn::GetLane(hn::SumOfLanes(d, tot[t])) + bsum[t];
+  }
+}
+
+// NVFP4 rows for NT tokens.
+template <int NT>
+void Nvfp4Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r0, int64_t r1,
+               float* y, int64_t ldy) {
+  const hn::CappedTag<float, 8> d;  // 2N <= 16: a chunk never straddles two blocks
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t nblocks = w.cols / 16;
+  const auto zero = hn::Zero(d), four = hn::Set(d, 4.f), six = hn::Set(d, 6.f);
+  const auto mag_mask = hn::Set(du, 7u), sign_mask = hn::Set(du, 8u);
+  // 2 * e2m1 magnitude of index m (0..7 -> 0,1,2,3,4,6,8,12) without a table:
+  // m + max(m - 4, 0) + 2 * max(m - 6, 0); the sign bit moves to bit 31. The factor 1/2 is
+  // folded into the block scale.
+  auto decode = [&](decltype(hn::Zero(du)) q) {
+    const auto m = hn::ConvertTo(d, hn::BitCast(di, hn::And(q, mag_mask)));
+    const auto m4 = hn::Max(hn::Sub(m, four), zero), m6 = hn::Max(hn::Sub(m, six), zero);
+    const auto v = hn::Add(hn::Add(m, m4), hn::Add(m6, m6));
+    const auto sign = hn::ShiftLeft<28>(hn::And(q, sign_mask));
+    return hn::BitCast(d, hn::Or(hn::BitCast(du, v), sign));
+  };
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* codes = w.row(r);
+    const uint8_t* srow = w.scales + size_t(r * w.scale_stride);
+    decltype(hn::Zero(d)) tot[NT];
+    for (int t = 0; t < NT; ++t) tot[t] = zero;
+    for (int64_t blk = 0; blk < nblocks; ++blk) {
+      decltype(hn::Zero(d)) acc[NT];
+      for (int t = 0; t < NT; ++t) acc[t] = zero;
+      for (int64_t c = blk * 16; c < blk * 16 + 16; c += 2 * N) {
+        const auto q = hn::PromoteTo(du, hn::LoadU(d8, codes + c / 2));
+        const auto lo = decode(q), hi = decode(hn::ShiftRight<4>(q));
+        for (int t = 0; t < NT; ++t) {
+          decltype(hn::Zero(d)) xe, xo;
+          hn::LoadInterleaved2(d, x + t * ldx + c, xe, xo);
+          acc[t] = hn::MulAdd(xe, lo, acc[t]);
+          acc[t] = hn::MulAdd(xo, hi, acc[t]);
+        }
+      }
+      const auto vs = hn::Set(d, 0.5f * (e4m3_to_f32(srow[blk]) * w.scale2));
+      for (int t = 0; t < NT; ++t) tot[t] = hn::MulAdd(vs, acc[t], tot[t]);
+    }
+    for (int t = 0; t < NT; ++t) y[t * ldy + r] = hn::GetLane(hn::SumOfLanes(d, tot[t]));
+  }
+}
+
+template <int NT>
+void AffineDispatch(const float* x, int64_t ldx, const float* xsum, const inkling::MatView& w,
+                    int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  if (w.bits == 4)
+    AffineRows<NT, 4>(x, ldx, xsum, w, r0, r1, y, ldy);
+  else
+    AffineRows<NT, 8>(x, ldx, xsum, w, r0, r1, y, ldy);
+}
+
+void QuantMatmulRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::MatView& w,
+                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  thread_local std::vector<float> xsum;
+  const bool affine = w.format == inkling::WeightFormat::kAffine;
+  const int64_t ngroups = affine ? w.cols / w.group : 0;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+    const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
+    const float* xb = x + t0 * ldx;
+    float* yb = y + t0 * ldy;
+    if (!affine) {
+      switch (nt) {
+        case 1:
+          Nvfp4Rows<1>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+        case 2:
+          Nvfp4Rows<2>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+        case 3:
+          Nvfp4Rows<3>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+        default:
+          Nvfp4Rows<4>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+      }
+      continue;
+    }
+    // Per-group sums of x (the bias term), once per token block.
+    if (xsum.size() < size_t(nt * ngroups)) xsum.resize(size_t(nt * ngroups));
+    for (int t = 0; t < nt; ++t)
+      for (int64_t g = 0; g < ngroups; ++g) {
+        const float* xg = xb + t * ldx + g * w.group;
+        float s = 0.f;
+        for (int64_t c = 0; c < w.group; ++c) s += xg[c];
+        xsum[size_t(t * ngroups + g)] = s;
+      }
+    switch (nt) {
+      case 1:
+        AffineDispatch<1>(xb, ldx, xsum.data(), w, r0, r1, yb, ldy);
+        break;
+      case 2:
+        AffineDispatch<2>(xb, ldx, xsum.data(), w, r0, r1, yb, ldy);
+        break;
+      case 3:
+        AffineDispatch<3>(xb, ldx, xsum.data(), w, r0, r1, yb, ldy);
+        break;
+      default:
+        AffineDispatch<4>(xb, ldx, xsum.data(), w, r0, r1, yb, ldy);
+        break;
+    }
+  }
+}
+
+const char* TargetNameHere() {
+  return hwy::TargetName(HWY_TARGET);
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace inkling
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "inkling/status.h"
+#include "ops/quant.h"
+
+namespace inkling {
+
+HWY_EXPORT(QuantMatmulRows);
+HWY_EXPORT(TargetNameHere);
+
+void quant_matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                       int64_t r1, float* y, int64_t ldy) {
+  INK_CHECK(w.format == WeightFormat::kAffine || w.format == WeightFormat::kNvfp4);
+  HWY_DYNAMIC_DISPATCH(QuantMatmulRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+void quant_matmul_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  std::vector<float> row(size_t(w.cols));
+  for (int64_t r = r0; r < r1; ++r) {
+    dequant_row(w, r, row.data());
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double acc = 0;
+      for (int64_t c = 0; c < w.cols; ++c) acc += double(x[t * ldx + c]) * double(row[size_t(c)]);
+      y[t * ldy + r] = float(acc);
+    }
+  }
+}
+
+const char* quant_matmul_target() {
+  return HWY_DYNAMIC_DISPATCH(TargetNameHere)();
+}
+
+}  // namespace inkling
+#endif  // HWY_ONCE

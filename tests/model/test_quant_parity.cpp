@@ -1,0 +1,183 @@
+// Quantized checkpoints end to end (fixtures from tools/make_quant_fixtures.py): teacher-forced
+// logits and 64 greedy tokens against transformers on the dequantized weights, dequantized rows
+// bit-exact against Python's, the storage each layout binds to, and that every quantized view
+// points into the mapped checkpoint (nothing was dequantized into a copy).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "../common/fixtures.h"
+#include "inkling/engine.h"
+#include "inkling/sampler.h"
+#include "model/model.h"
+#include "ops/quant.h"
+
+namespace inkling {
+namespace {
+
+using testing::fixture_dir;
+using testing::json_ids;
+using testing::read_json;
+
+const std::vector<std::string> kFixtures = {"quant_mlx4", "quant_mlxvlm", "quant_nvfp4"};
+
+class QuantParity : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = fixture_dir(GetParam());
+    model_ = dir_ + "/model";
+    if (!std::filesystem::exists(model_ + "/config.json")) GTEST_SKIP() << "no " << model_;
+    prompt_ = json_ids(read_json(dir_ + "/ref/prompt.json"), "prompt_ids");
+    ASSERT_FALSE(prompt_.empty());
+  }
+  std::shared_ptr<Engine> engine() {
+    auto e = Engine::load(model_, EngineOptions{2, 256});
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    return e.ok() ? e.value() : nullptr;
+  }
+  std::string dir_, model_;
+  std::vector<int32_t> prompt_;
+};
+
+TEST_P(QuantParity, TeacherForcedLogits) {
+  auto eng = engine();
+  ASSERT_TRUE(eng);
+  auto ref = read_npy_f32(dir_ + "/ref/logits.npy");
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  const int64_t V = eng->info().unpadded_vocab;
+  ASSERT_EQ(ref->shape, (std::vector<int64_t>{int64_t(prompt_.size()), V}));
+  auto got = eng->new_session()->prefill_all_logits(prompt_);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  float max_ref = 0, max_diff = 0;
+  for (size_t i = 0; i < ref->data.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(ref->data[i]));
+    max_diff = std::max(max_diff, std::fabs(ref->data[i] - (*got)[i]));
+  }
+  std::printf("[quant parity] %s: max|diff| %.3g, max|logit| %.3g, ratio %.3g\n",
+              GetParam().c_str(), max_diff, max_ref, max_diff / max_ref);
+  EXPECT_LE(max_diff, 1e-4f * max_ref);
+}
+
+TEST_P(QuantParity, Greedy64TokensExact) {
+  auto eng = engine();
+  ASSERT_TRUE(eng);
+  const auto want = json_ids(read_json(dir_ + "/ref/greedy.json"), "ids");
+  ASSERT_EQ(want.size(), 64u);
+  auto s = eng->new_session();
+  auto logits = s->prefill(prompt_);
+  ASSERT_TRUE(logits.ok());
+  std::vector<int32_t> got;
+  for (size_t i = 0; i < want.size(); ++i) {
+    got.push_back(argmax(logits.value()));
+    if (i + 1 < want.size()) logits = s->decode(got.back());
+    ASSERT_TRUE(logits.ok());
+  }
+  size_t matched = 0;
+  while (matched < got.size() && got[matched] == want[matched]) ++matched;
+  std::printf("[quant parity] %s: greedy %zu/%zu tokens match\n", GetParam().c_str(), matched,
+              want.size());
+  EXPECT_EQ(got, want);
+}
+
+// "layers.2.routed.3.gate", "embed", "layers.2.shared.1.down", "layers.1.q" -> the bound view.
+const MatView* find_view(const Weights& w, const std::string& what) {
+  if (what == "embed") return &w.embed;
+  if (what == "lm_head") return &w.lm_head;
+  std::vector<std::string> p;
+  std::stringstream ss(what);
+  for (std::string part; std::getline(ss, part, '.');) p.push_back(part);
+  if (p.size() < 3 || p[0] != "layers") return nullptr;
+  const LayerWeights& L = w.layers.at(size_t(std::stoi(p[1])));
+  auto pick = [](const SwiGluWeights& s, const std::string& m) -> const MatView* {
+    return m == "gate" ? &s.gate : m == "up" ? &s.up : m == "down" ? &s.down : nullptr;
+  };
+  if (p[2] == "dense" && p.size() == 4) return pick(L.dense, p[3]);
+  if (p[2] == "routed" && p.size() == 5)
+    return pick(L.moe.routed.at(size_t(std::stoi(p[3]))), p[4]);
+  if (p[2] == "shared" && p.size() == 5)
+    return pick(L.moe.shared.at(size_t(std::stoi(p[3]))), p[4]);
+  const AttentionWeights& a = L.attn;
+  if (p[2] == "q") return &a.q;
+  if (p[2] == "k") return &a.k;
+  if (p[2] == "v") return &a.v;
+  if (p[2] == "r") return &a.r;
+  if (p[2] == "o") return &a.o;
+  return nullptr;
+}
+
+TEST_P(QuantParity, DequantizedRowsBitExactAgainstPython) {
+  auto m = Model::load(model_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const auto manifest = read_json(dir_ + "/ref/dequant.json");
+  ASSERT_TRUE(manifest.is_array() && !manifest.empty());
+  int checked = 0;
+  for (const auto& item : manifest) {
+    const std::string what = item["what"];
+    const MatView* v = find_view((*m)->weights, what);
+    ASSERT_NE(v, nullptr) << what;
+    auto ref = read_npy_f32(dir_ + "/ref/" + item["file"].get<std::string>());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const auto rows = item["rows"];
+    ASSERT_EQ(ref->shape, (std::vector<int64_t>{int64_t(rows.size()), v->cols})) << what;
+    std::vector<float> got(size_t(v->cols));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      dequant_row(*v, rows[i].get<int64_t>(), got.data());
+      ASSERT_EQ(std::memcmp(got.data(), ref->data.data() + i * size_t(v->cols), got.size() * 4), 0)
+          << what << " row " << rows[i];
+      ++checked;
+    }
+  }
+  std::printf("[quant parity] %s: %d dequantized rows bit-exact\n", GetParam().c_str(), checked);
+}
+
+// Every quantized view's codes, scales and biases lie inside the checkpoint's mapped tensors.
+TEST_P(QuantParity, QuantizedViewsPointIntoTheMapping) {
+  auto m = Model::load(model_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> spans;
+  for (const auto& [name, t] : (*m)->store.all()) spans.emplace_back(t->data, t->data + t->nbytes);
+  auto mapped = [&](const uint8_t* p) {
+    for (const auto& [b, e] : spans)
+      if (p >= b && p < e) return true;
+    return false;
+  };
+  std::vector<const MatView*> all = {&(*m)->weights.embed, &(*m)->weights.lm_head};
+  for (const LayerWeights& L : (*m)->weights.layers) {
+    for (const MatView* v : {&L.attn.q, &L.attn.k, &L.attn.v, &L.attn.r, &L.attn.o})
+      all.push_back(v);
+    for (const SwiGluWeights* s : {&L.dense})
+      for (const MatView* v : {&s->gate, &s->up, &s->down}) all.push_back(v);
+    all.push_back(&L.moe.router);
+    for (const auto* group : {&L.moe.routed, &L.moe.shared})
+      for (const SwiGluWeights& s : *group)
+        for (const MatView* v : {&s.gate, &s.up, &s.down}) all.push_back(v);
+  }
+  int quantized = 0, dense = 0;
+  for (const MatView* v : all) {
+    if (!v->data) continue;  // e.g. dense weights of a MoE layer
+    EXPECT_TRUE(mapped(v->data));
+    if (v->format == WeightFormat::kDense) {
+      ++dense;
+      continue;
+    }
+    ++quantized;
+    EXPECT_TRUE(mapped(v->scales));
+    if (v->biases) {
+      EXPECT_TRUE(mapped(v->biases));
+    }
+  }
+  std::printf("[quant parity] %s: %d quantized and %d dense views, all into the mapping\n",
+              GetParam().c_str(), quantized, dense);
+  EXPECT_GT(quantized, 0);
+  for (const auto& [label, s] : (*m)->weights.storage)
+    std::printf("[quant parity] %s:   %-16s %3lld tensors %8llu bytes\n", GetParam().c_str(),
+                label.c_str(), (long long)s.tensors, (unsigned long long)s.bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QuantParity, ::testing::ValuesIn(kFixtures),
+                         [](const auto& i) { return i.param; });
+
+}  // namespace
+}  // namespace inkling

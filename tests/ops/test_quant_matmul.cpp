@@ -1,0 +1,252 @@
+// Fused quantized kernels against their scalar twin (dequant_row + dot) on random packed data:
+// MLX affine 4/8-bit at groups 32/64/128 with bf16/f16/f32 scales (negative scales included),
+// NVFP4 with e4m3 block scales and scale2, odd row counts, 1..9 tokens, row-strided views
+// (every other row, as a de-interleaved gate/up half is) and column slices. Also dequant_row
+// against hand-built values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <hwy/targets.h>
+
+#include "ops/matmul.h"
+#include "ops/quant.h"
+#include "ops/quant_matmul.h"
+
+namespace inkling {
+namespace {
+
+// Owns random packed storage for a [rows, cols] quantized matrix (rows allocated x `spread`
+// so views can skip rows).
+struct QMat {
+  std::vector<uint8_t> codes, scales, biases;
+  MatView view;
+};
+
+void put_scale(std::vector<uint8_t>& buf, DType t, size_t i, float v) {
+  if (t == DType::F32) {
+    std::memcpy(buf.data() + 4 * i, &v, 4);
+  } else if (t == DType::BF16) {
+    const uint16_t h = f32_to_bf16(v);
+    std::memcpy(buf.data() + 2 * i, &h, 2);
+  } else {  // F16 via a value exactly representable in f16: round through bf16 then clip
+    const float r = bf16_to_f32(f32_to_bf16(v));
+    uint32_t u = f32_to_bits(r);
+    const uint32_t sign = (u >> 16) & 0x8000u;
+    int e = int((u >> 23) & 0xff) - 127 + 15;
+    const uint32_t m = (u >> 13) & 0x3ffu;
+    const uint16_t h = uint16_t(sign | (e <= 0 ? 0u : (uint32_t(e) << 10) | m));
+    std::memcpy(buf.data() + 2 * i, &h, 2);
+  }
+}
+
+QMat make_affine(int64_t rows, int64_t cols, int bits, int group, DType sdt, int spread,
+                 std::mt19937& rng) {
+  QMat q;
+  const int64_t all = rows * spread, row_bytes = cols * bits / 8, ng = cols / group;
+  q.codes.resize(size_t(all * row_bytes));
+  for (auto& b : q.codes) b = uint8_t(rng());
+  q.scales.resize(size_t(all * ng) * dtype_size(sdt));
+  q.biases.resize(q.scales.size());
+  std::normal_distribution<float> nd(0.f, 0.05f);
+  for (int64_t i = 0; i < all * ng; ++i) {
+    put_scale(q.scales, sdt, size_t(i), nd(rng));  // either sign, as MLX writes them
+    put_scale(q.biases, sdt, size_t(i), nd(rng) * 8);
+  }
+  MatView& v = q.view;
+  v.format = WeightFormat::kAffine;
+  v.dtype = DType::U32;
+  v.data = q.codes.data();
+  v.rows = rows;
+  v.cols = cols;
+  v.row_stride = row_bytes * spread;
+  v.scales = q.scales.data();
+  v.biases = q.biases.data();
+  v.scale_dtype = sdt;
+  v.scale_stride = ng * spread;
+  v.bits = bits;
+  v.group = group;
+  return q;
+}
+
+QMat make_nvfp4(int64_t rows, int64_t cols, int spread, std::mt19937& rng) {
+  QMat q;
+  const int64_t all = rows * spread;
+  q.codes.resize(size_t(all * cols / 2));
+  for (auto& b : q.codes) b = uint8_t(rng());
+  q.scales.resize(size_t(all * cols / 16));
+  for (auto& b : q.scales) {
+    do b = uint8_t(rng() & 0x7f);  // positive, finite (0x7f is NaN)
+    while (b == 0x7f);
+  }
+  MatView& v = q.view;
+  v.format = WeightFormat::kNvfp4;
+  v.dtype = DType::U8;
+  v.data = q.codes.data();
+  v.rows = rows;
+  v.cols = cols;
+  v.row_stride = cols / 2 * spread;
+  v.scales = q.scales.data();
+  v.scale_dtype = DType::F8_E4M3;
+  v.scale_stride = cols / 16 * spread;
+  v.bits = 4;
+  v.group = 16;
+  v.scale2 = 0.0123f;
+  return q;
+}
+
+// Fused vs scalar twin for n_tok tokens with x of leading dimension ldx >= cols.
+void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::string& what) {
+  const int64_t ldx = w.cols + 3, ldy = w.rows + 1;
+  std::vector<float> x(size_t(n_tok * ldx));
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto& v : x) v = nd(rng);
+  std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got), absw(got);
+  quant_matmul_rows(x.data(), n_tok, ldx, w, 0, w.rows, got.data(), ldy);
+  quant_matmul_rows_ref(x.data(), n_tok, ldx, w, 0, w.rows, want.data(), ldy);
+  // Tolerance from sum |x| |w| per output (f32 accumulation over cols terms).
+  std::vector<float> row(size_t(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequant_row(w, r, row.data());
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double a = 0;
+      for (int64_t c = 0; c < w.cols; ++c) a += std::fabs(x[size_t(t * ldx + c)] * row[size_t(c)]);
+      const size_t i = size_t(t * ldy + r);
+      ASSERT_NEAR(got[i], want[i], 2e-6 * a + 1e-30) << what << " tok " << t << " row " << r;
+    }
+  }
+  // Padding columns of y are untouched.
+  for (int64_t t = 0; t < n_tok; ++t) ASSERT_EQ(got[size_t(t * ldy + w.rows)], -7.f) << what;
+}
+
+TEST(QuantMatmul, AffineMatchesScalarTwin) {
+  std::mt19937 rng(11);
+  std::printf("[quant matmul] target %s\n", quant_matmul_target());
+  for (int bits : {4, 8})
+    for (int group : {32, 64, 128})
+      for (DType sdt : {DType::BF16, DType::F16, DType::F32})
+        for (int64_t rows : {1, 7, 33})
+          for (int spread : {1, 2}) {
+            const int64_t cols = group * (rows == 7 ? 3 : 2);
+            QMat q = make_affine(rows, cols, bits, group, sdt, spread, rng);
+            for (int64_t n_tok : {1, 2, 3, 4, 5, 9}) {
+              const std::string what = "q" + std::to_string(bits) + " g" + std::to_string(group) +
+                                       " " + dtype_name(sdt) + " rows " + std::to_string(rows) +
+                                       " spread " + std::to_string(spread) + " tok " +
+                                       std::to_string(n_tok);
+              compare(q.view, n_tok, rng, what);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+          }
+}
+
+TEST(QuantMatmul, Nvfp4MatchesScalarTwin) {
+  std::mt19937 rng(12);
+  for (int64_t rows : {1, 5, 31})
+    for (int64_t cols : {16, 48, 128})
+      for (int spread : {1, 2}) {
+        QMat q = make_nvfp4(rows, cols, spread, rng);
+        for (int64_t n_tok : {1, 3, 4, 7}) {
+          compare(q.view, n_tok, rng,
+                  "nvfp4 rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+}
+
+TEST(QuantMatmul, RowBandsAndSlicesMatchTheWhole) {
+  std::mt19937 rng(13);
+  QMat a = make_affine(9, 256, 4, 64, DType::BF16, 1, rng);
+  QMat n = make_nvfp4(9, 256, 1, rng);
+  for (const MatView* w : {&a.view, &n.view}) {
+    std::vector<float> x(256 * 2), whole(9 * 2), band(9 * 2);
+    for (auto& v : x) v = std::normal_distribution<float>(0.f, 1.f)(rng);
+    quant_matmul_rows(x.data(), 2, 256, *w, 0, 9, whole.data(), 9);
+    quant_matmul_rows(x.data(), 2, 256, *w, 0, 4, band.data(), 9);
+    quant_matmul_rows(x.data(), 2, 256, *w, 4, 9, band.data(), 9);
+    EXPECT_EQ(whole, band);
+    // Column slice [128, 256) (as a flattened shared expert's down projection is).
+    const MatView s = slice_cols(*w, 128, 128);
+    std::vector<float> full(256), part(128);
+    for (int64_t r = 0; r < 9; ++r) {
+      dequant_row(*w, r, full.data());
+      dequant_row(s, r, part.data());
+      ASSERT_EQ(std::memcmp(full.data() + 128, part.data(), 128 * 4), 0) << r;
+    }
+    compare(s, 3, rng, "column slice");
+    compare(w->slice_rows(3, 5), 2, rng, "row slice");
+  }
+}
+
+// The dispatcher picks one target; run every compiled target this CPU supports (AVX3, AVX2,
+// SSE4, ... down to the emulated ones) through the same comparisons.
+TEST(QuantMatmul, EveryCompiledTarget) {
+  std::mt19937 rng(14);
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  for (int64_t t : targets) {
+    hwy::SetSupportedTargetsForTest(t);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    const std::string name = quant_matmul_target();
+    for (int bits : {4, 8})
+      for (int group : {32, 128}) {
+        QMat q = make_affine(5, 256, bits, group, DType::BF16, 2, rng);
+        for (int64_t n_tok : {1, 6}) compare(q.view, n_tok, rng, name + " affine");
+      }
+    QMat n = make_nvfp4(5, 64, 2, rng);
+    for (int64_t n_tok : {1, 6}) compare(n.view, n_tok, rng, name + " nvfp4");
+    std::printf("[quant matmul] target %s ok\n", name.c_str());
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  EXPECT_FALSE(targets.empty());
+}
+
+TEST(QuantDequant, AffineAndNvfp4ByHand) {
+  // Affine 4-bit, group 32: row 0 codes 0..15 twice, scale -0.5, bias 2.
+  std::vector<uint8_t> codes(16), sc(2 * 2), bi(2 * 2);
+  for (int c = 0; c < 32; ++c) codes[size_t(c / 2)] |= uint8_t((c % 16) << (4 * (c % 2)));
+  put_scale(sc, DType::BF16, 0, -0.5f);
+  put_scale(bi, DType::BF16, 0, 2.f);
+  MatView v;
+  v.format = WeightFormat::kAffine;
+  v.dtype = DType::U32;
+  v.data = codes.data();
+  v.rows = 1;
+  v.cols = 32;
+  v.row_stride = 16;
+  v.scales = sc.data();
+  v.biases = bi.data();
+  v.scale_dtype = DType::BF16;
+  v.scale_stride = 1;
+  v.bits = 4;
+  v.group = 32;
+  std::vector<float> out(32);
+  dequant_row(v, 0, out.data());
+  for (int c = 0; c < 32; ++c) EXPECT_EQ(out[size_t(c)], -0.5f * float(c % 16) + 2.f) << c;
+  // NVFP4: codes 0..15 (low nibble first), block scale 0x38 (= 1.0), scale2 0.25.
+  std::vector<uint8_t> nc(8), ns = {0x38};
+  for (int c = 0; c < 16; ++c) nc[size_t(c / 2)] |= uint8_t(c << (4 * (c % 2)));
+  MatView n;
+  n.format = WeightFormat::kNvfp4;
+  n.dtype = DType::U8;
+  n.data = nc.data();
+  n.rows = 1;
+  n.cols = 16;
+  n.row_stride = 8;
+  n.scales = ns.data();
+  n.scale_dtype = DType::F8_E4M3;
+  n.scale_stride = 1;
+  n.bits = 4;
+  n.group = 16;
+  n.scale2 = 0.25f;
+  std::vector<float> o(16);
+  dequant_row(n, 0, o.data());
+  const float mag[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  for (int c = 0; c < 16; ++c) EXPECT_EQ(o[size_t(c)], (c & 8 ? -1.f : 1.f) * mag[c & 7] * 0.25f);
+}
+
+}  // namespace
+}  // namespace inkling
