@@ -96,6 +96,7 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(std::shared_ptr<
   const size_t data_size = size - 8 - size_t(hlen);
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
+      if (it.value().is_null()) continue;  // mx.save_safetensors writes null without metadata
       if (!it.value().is_object()) return err("__metadata__ is not an object");
       for (auto m = it.value().begin(); m != it.value().end(); ++m)
         if (m.value().is_string()) f->metadata_[m.key()] = m.value().get<std::string>();

@@ -67,16 +67,19 @@ class Fields {
 void read_eos(const json* v, std::vector<int32_t>* out, Fields* f) {
   if (!v) return;
   out->clear();
-  if (v->is_number_integer()) {
-    out->push_back(v->get<int32_t>());
-  } else if (v->is_array()) {
-    for (const auto& e : *v) {
-      if (!e.is_number_integer())
-        return f->fail("eos_token_id", "must be an integer or a list of integers");
-      out->push_back(e.get<int32_t>());
+  auto one = [&](const json& e) {
+    // Read as 64-bit first so 2^32 + 5 cannot wrap to 5; the vocabulary check comes later.
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > INT32_MAX) {
+      f->fail("eos_token_id",
+              "must be a non-negative 32-bit integer or a list of them, got " + e.dump());
+      return;
     }
+    out->push_back(int32_t(e.get<int64_t>()));
+  };
+  if (v->is_array()) {
+    for (const auto& e : *v) one(e);
   } else {
-    f->fail("eos_token_id", "must be an integer or a list of integers");
+    one(*v);
   }
 }
 
