@@ -13,13 +13,16 @@
 #include "commands.h"
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
+#include "inkling/tokenizer.h"
 
 namespace inkling::cli {
 
 namespace {
 
 struct GenerateArgs {
-  std::string model_dir, token_ids, dump_logits;
+  std::string model_dir, token_ids, prompt, dump_logits;
+  CLI::Option* prompt_opt = nullptr;  // to tell "not given" from "given empty"
+  CLI::Option* ids_opt = nullptr;
   int n_predict = 64;
   int threads = 0;
   bool json = false;
@@ -62,8 +65,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int run_generate(const GenerateArgs& a) {
-  auto ids = parse_ids(a.token_ids);
+  const bool text_prompt = a.prompt_opt->count() > 0;
+  if (text_prompt == (a.ids_opt->count() > 0))
+    return fail("give the prompt either as text (-p) or as --token-ids (exactly one of them)", 2);
+  // A tokenizer is optional: with one, text prompts work and the output is also printed as text.
+  std::shared_ptr<const Tokenizer> tokenizer;
+  if (auto t = Tokenizer::load(a.model_dir); t.ok()) {
+    tokenizer = t.value();
+  } else if (text_prompt) {
+    return fail(t.status().message());
+  }
+  Result<std::vector<int32_t>> ids =
+      a.prompt.empty() ? parse_ids(a.token_ids)
+                       : Result<std::vector<int32_t>>(tokenizer->encode(a.prompt));
   if (!ids.ok()) return fail(ids.status().message(), 2);
+  if (ids->empty()) return fail("the prompt encodes to no tokens", 2);
   EngineOptions opts;
   opts.n_threads = a.threads;
   auto engine = Engine::load(a.model_dir, opts);
@@ -95,7 +111,9 @@ int run_generate(const GenerateArgs& a) {
   const double prefill_s = seconds_since(t0);
 
   std::vector<int32_t> out;
-  std::string finish = "length";
+  std::string finish = "length", text;
+  std::unique_ptr<StreamDecoder> stream;
+  if (tokenizer) stream = std::make_unique<StreamDecoder>(tokenizer);
   auto is_eos = [&](int32_t t) {
     return std::find(info.eos_ids.begin(), info.eos_ids.end(), t) != info.eos_ids.end();
   };
@@ -104,11 +122,16 @@ int run_generate(const GenerateArgs& a) {
   for (int i = 0; i < a.n_predict; ++i) {
     const int32_t tok = sampler.sample(logits);
     out.push_back(tok);
-    if (!a.json) {
+    const bool eos = is_eos(tok);
+    if (stream && !eos) {
+      const std::string piece = stream->push(tok);
+      text += piece;
+      if (!a.json) std::fwrite(piece.data(), 1, piece.size(), stdout);
+    } else if (!a.json && !stream) {
       std::printf("%d%s", tok, i + 1 < a.n_predict ? " " : "");
-      std::fflush(stdout);
     }
-    if (is_eos(tok)) {
+    if (!a.json) std::fflush(stdout);
+    if (eos) {
       finish = "stop";
       break;
     }
@@ -118,6 +141,11 @@ int run_generate(const GenerateArgs& a) {
     logits = r.value();
   }
   const double decode_s = seconds_since(t0);
+  if (stream) {
+    const std::string rest = stream->flush();
+    text += rest;
+    if (!a.json) std::fwrite(rest.data(), 1, rest.size(), stdout);
+  }
   const double prefill_tps = double(prompt.size()) / std::max(prefill_s, 1e-9);
   const size_t steps = out.empty() ? 0 : out.size() - 1;  // forward passes after the prefill
   const double decode_tps = steps ? double(steps) / std::max(decode_s, 1e-9) : 0.0;
@@ -126,9 +154,10 @@ int run_generate(const GenerateArgs& a) {
     j["prompt_ids"] = prompt;
     j["ids"] = out;
     j["finish_reason"] = finish;
+    if (tokenizer) j["text"] = text;
     j["prefill_tok_s"] = prefill_tps;
     j["decode_tok_s"] = decode_tps;
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
     std::fprintf(stderr,
@@ -144,7 +173,10 @@ Runner add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   a->sampling.temperature = 0.8f;
   app.add_option("-m,--model", a->model_dir, "model folder")->required();
-  app.add_option("--token-ids", a->token_ids, "prompt as token ids, e.g. 976,9029,328")->required();
+  a->prompt_opt = app.add_option("-p,--prompt", a->prompt,
+                                 "prompt text (needs the model folder's tokenizer files)");
+  a->ids_opt =
+      app.add_option("--token-ids", a->token_ids, "prompt as token ids, e.g. 976,9029,328");
   app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("--temperature,--temp", a->sampling.temperature,

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   reg("inspect", "show the detected layout, config summary and tensors of a model folder",
       add_inspect);
   reg("generate", "generate tokens from a prompt", add_generate);
+  reg("tokenize", "text on stdin -> token ids (JSON)", add_tokenize);
+  reg("detokenize", "token ids (JSON) on stdin -> text", add_detokenize);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
