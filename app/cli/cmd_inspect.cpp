@@ -32,6 +32,16 @@ Runner add_inspect(CLI::App& app) {
     for (const auto& [dt, b] : info.bytes_by_dtype)
       std::printf("  %-8s %12llu bytes (%.2f MiB)\n", dt.c_str(),
                   static_cast<unsigned long long>(b), double(b) / 1048576.0);
+    std::printf("weights by module and format:\n");
+    for (const auto& st : info.storage)
+      std::printf("  %-15s %-16s %6lld matrices %12llu bytes (%.2f MiB)\n", st.group.c_str(),
+                  st.format.c_str(), static_cast<long long>(st.matrices),
+                  static_cast<unsigned long long>(st.bytes), double(st.bytes) / 1048576.0);
+    const double mib = 1048576.0;
+    std::printf("memory: %.2f MiB mapped weights (not copied) + %.2f MiB f32 small tensors\n",
+                double(info.mapped_bytes) / mib, double(info.copied_bytes) / mib);
+    std::printf("        + per session: %.2f MiB scratch, KV %.1f KiB per token of context\n",
+                double(info.session_bytes) / mib, double(info.kv_bytes_per_token) / 1024.0);
     std::printf("dropped (towers/MTP): %zu\n", info.dropped.size());
     std::printf("unused:  %zu\n", info.unused.size());
     for (const auto& u : info.unused) std::printf("  %s\n", u.c_str());

@@ -34,6 +34,17 @@ struct ModelInfo {
   std::vector<std::string> dropped;  // tower / MTP tensors ignored
   std::vector<std::string> unused;   // tensors nothing reads
   std::string summary;               // multi-line human-readable config summary
+  // Bound weight storage by module group and format: {group, format, matrices, bytes}.
+  struct Storage {
+    std::string group, format;
+    int64_t matrices = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<Storage> storage;
+  uint64_t mapped_bytes = 0;        // checkpoint bytes the weights read (mmap'd, not copied)
+  uint64_t copied_bytes = 0;        // small tensors converted to f32 at load (norms, convs)
+  uint64_t session_bytes = 0;       // scratch of one session at the default chunk size
+  uint64_t kv_bytes_per_token = 0;  // KV cache growth per token (global layers; sliding cap)
 };
 
 class SessionSnapshot;

@@ -36,6 +36,64 @@ struct Session::Impl {
 
 namespace {
 
+std::string format_name(const MatView& v) {
+  switch (v.format) {
+    case WeightFormat::kDense:
+      return dtype_name(v.dtype);
+    case WeightFormat::kAffine:
+      return "affine q" + std::to_string(v.bits) + "/g" + std::to_string(v.group);
+    case WeightFormat::kNvfp4:
+      return "nvfp4";
+  }
+  return "?";
+}
+
+// Bytes of the checkpoint a view reads: codes plus scales/biases for quantized formats.
+uint64_t view_bytes(const MatView& v) {
+  if (v.format == WeightFormat::kDense) return uint64_t(v.rows * v.cols) * dtype_size(v.dtype);
+  const uint64_t codes = v.format == WeightFormat::kNvfp4 ? uint64_t(v.rows * v.cols / 2)
+                                                          : uint64_t(v.rows * v.cols * v.bits / 8);
+  const int64_t groups = v.cols / std::max(v.group, 1);
+  const uint64_t sidecar = uint64_t(v.rows * groups) * dtype_size(v.scale_dtype);
+  return codes + sidecar * (v.biases ? 2 : 1);
+}
+
+void storage_table(const Model& m, ModelInfo* info) {
+  std::map<std::pair<std::string, std::string>, ModelInfo::Storage> t;
+  auto add = [&](const char* group, const MatView& v) {
+    if (!v.data) return;
+    auto& e = t[{group, format_name(v)}];
+    e.group = group;
+    e.format = format_name(v);
+    e.matrices += 1;
+    e.bytes += view_bytes(v);
+  };
+  auto add_glu = [&](const char* group, const SwiGluWeights& g) {
+    add(group, g.gate), add(group, g.up), add(group, g.down);
+  };
+  const Weights& w = m.weights;
+  add("embed", w.embed);
+  add("lm_head", w.lm_head);
+  uint64_t copied = (w.embed_norm.size() + w.final_norm.size()) * 4;
+  for (const LayerWeights& l : w.layers) {
+    for (const MatView* v : {&l.attn.q, &l.attn.k, &l.attn.v, &l.attn.r, &l.attn.o})
+      add("attention", *v);
+    add_glu("dense mlp", l.dense);
+    add("router", l.moe.router);
+    for (const auto& e : l.moe.routed) add_glu("routed experts", e);
+    for (const auto& e : l.moe.shared) add_glu("shared experts", e);
+    for (const auto* v :
+         {&l.attn_norm, &l.mlp_norm, &l.attn_conv, &l.mlp_conv, &l.attn.q_norm, &l.attn.k_norm,
+          &l.attn.k_conv, &l.attn.v_conv, &l.attn.rel_proj, &l.moe.router_bias})
+      copied += v->size() * 4;
+  }
+  for (auto& [key, e] : t) {
+    info->storage.push_back(e);
+    info->mapped_bytes += e.bytes;
+  }
+  info->copied_bytes = copied;
+}
+
 ModelInfo describe(const Model& m, const std::string& dir) {
   const ModelConfig& c = m.config;
   ModelInfo info;
@@ -81,6 +139,9 @@ ModelInfo describe(const Model& m, const std::string& dir) {
     << "vocab " << c.vocab_size << " (logits " << c.unpadded_vocab << "), muP divisor "
     << c.mup_divisor;
   info.summary = s.str();
+  storage_table(m, &info);
+  for (const LayerSpec& l : c.layers)
+    if (!l.sliding) info.kv_bytes_per_token += uint64_t(2 * l.n_kv_heads * l.head_dim) * 4;
   return info;
 }
 
@@ -109,6 +170,15 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   e->impl_->opts = opts;
   if (e->impl_->opts.prefill_chunk < 1) e->impl_->opts.prefill_chunk = 1;
   e->impl_->info = describe(*model, model_dir);
+  {
+    const Scratch probe = Scratch::make(model->config, e->impl_->opts.prefill_chunk);
+    uint64_t b = 0;
+    for (const auto* v : {&probe.x, &probe.a, &probe.q, &probe.k, &probe.v, &probe.r, &probe.att,
+                          &probe.br, &probe.g, &probe.u, &probe.h, &probe.y, &probe.moe_in,
+                          &probe.moe_g, &probe.moe_u, &probe.moe_out, &probe.router_logits})
+      b += v->size() * 4;
+    e->impl_->info.session_bytes = b + uint64_t(model->config.unpadded_vocab) * 4;
+  }
   e->impl_->model = std::move(model);
   e->impl_->pool = std::make_unique<ThreadPool>(opts.n_threads);
   return e;
