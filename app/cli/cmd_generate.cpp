@@ -25,6 +25,7 @@ struct GenerateArgs {
   CLI::Option* ids_opt = nullptr;
   int n_predict = 64;
   int threads = 0;
+  int64_t ctx_size = 0;
   bool json = false;
   SamplingParams sampling;
   int64_t seed = -1;
@@ -82,6 +83,7 @@ int run_generate(const GenerateArgs& a) {
   if (ids->empty()) return fail("the prompt encodes to no tokens", 2);
   EngineOptions opts;
   opts.n_threads = a.threads;
+  opts.max_context = a.ctx_size;
   auto engine = Engine::load(a.model_dir, opts);
   if (!engine.ok()) return fail(engine.status().message());
   const ModelInfo& info = engine.value()->info();
@@ -191,6 +193,9 @@ Runner add_generate(CLI::App& app) {
   app.add_option("--seed", a->seed, "random seed (default: random)");
   app.add_option("-t,--threads", a->threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
+  app.add_option("-c,--ctx-size", a->ctx_size,
+                 "longest sequence (prompt + generated); 0 = the model's max_position_embeddings")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_option("--dump-logits", a->dump_logits,
                  "write the prompt's teacher-forced logits to this .npy file");

@@ -16,6 +16,9 @@ namespace inkling {
 struct EngineOptions {
   int n_threads = 0;            // 0 = all hardware threads
   int64_t prefill_chunk = 256;  // tokens per forward call during prefill
+  // Longest sequence a session may hold; 0 = the config's max_position_embeddings (or
+  // model_max_length), unlimited when the config has neither.
+  int64_t max_context = 0;
 };
 
 // A summary of the loaded model for programs (inspect, servers).
@@ -26,6 +29,7 @@ struct ModelInfo {
   std::string layout;          // detected weight layout
   int64_t vocab_size = 0;      // padded rows of the embedding
   int64_t unpadded_vocab = 0;  // width of the logits
+  int64_t max_context = 0;     // sessions refuse input beyond this many tokens (0 = unlimited)
   int hidden = 0, n_layers = 0;
   std::vector<std::string> layer_kinds;  // per layer: "sliding/dense", "global/moe", ...
   std::vector<int32_t> eos_ids;

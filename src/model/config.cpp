@@ -138,6 +138,7 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   }
   f.number({"log_scaling_alpha"}, &c.log_alpha);
   f.number({"rms_norm_eps"}, &c.rms_eps);
+  f.integer({"max_position_embeddings", "model_max_length"}, &c.max_positions);
   if (c.rms_eps < 0) f.fail("rms_norm_eps", "must be non-negative");
   f.integer({"conv_kernel_size", "sconv_kernel_size"}, &c.conv_k);
 

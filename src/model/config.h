@@ -47,6 +47,8 @@ struct ModelConfig {
   std::optional<double> log_floor;  // log_scaling_n_floor; nullopt = tau disabled
   double log_alpha = 0.1;           // log_scaling_alpha
   double rms_eps = 1e-6;            // rms_norm_eps
+  int64_t max_positions = 0;        // max_position_embeddings (alias model_max_length); 0 = unset.
+                                    // No RoPE: informational, used as the default context limit
   int conv_k = 4;                   // conv_kernel_size (alias sconv_kernel_size)
   int dense_width = 24576;          // dense SwiGLU width (see width resolution in config.cpp)
   int moe_width = 3072;             // routed/shared expert width

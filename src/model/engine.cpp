@@ -32,6 +32,7 @@ struct Session::Impl {
   SequenceState state;
   Scratch scratch;
   std::vector<float> logits;  // [unpadded_vocab] of the last position
+  int64_t max_context = 0;
 };
 
 namespace {
@@ -170,6 +171,8 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   e->impl_->opts = opts;
   if (e->impl_->opts.prefill_chunk < 1) e->impl_->opts.prefill_chunk = 1;
   e->impl_->info = describe(*model, model_dir);
+  e->impl_->info.max_context =
+      opts.max_context > 0 ? opts.max_context : model->config.max_positions;
   {
     const Scratch probe = Scratch::make(model->config, e->impl_->opts.prefill_chunk);
     uint64_t b = 0;
@@ -196,6 +199,7 @@ std::unique_ptr<Session> Engine::new_session() const {
   s->state = SequenceState::fresh(s->model->config, impl_->opts.prefill_chunk);
   s->scratch = Scratch::make(s->model->config, impl_->opts.prefill_chunk);
   s->logits.resize(size_t(s->model->config.unpadded_vocab));
+  s->max_context = impl_->info.max_context;
   return std::unique_ptr<Session>(new Session(std::move(s)));
 }
 
@@ -204,8 +208,13 @@ Session::~Session() = default;
 
 namespace {
 
-Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens) {
+Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens, int64_t pos,
+                    int64_t max_context) {
   if (tokens.empty()) return Status::error("[session] empty token sequence");
+  if (max_context > 0 && pos + int64_t(tokens.size()) > max_context)
+    return Status::error("[session] context length exceeded: " + std::to_string(pos) +
+                         " cached + " + std::to_string(tokens.size()) + " new tokens > " +
+                         std::to_string(max_context));
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
       return Status::error("[session] token id " + std::to_string(tokens[i]) + " at position " +
@@ -230,7 +239,8 @@ void run_chunks(Session::Impl& s, std::span<const int32_t> tokens, std::vector<f
 }  // namespace
 
 Result<std::span<const float>> Session::prefill(std::span<const int32_t> tokens) {
-  INK_RETURN_IF_ERROR(check_tokens(impl_->model->config, tokens));
+  INK_RETURN_IF_ERROR(
+      check_tokens(impl_->model->config, tokens, impl_->state.pos, impl_->max_context));
   run_chunks(*impl_, tokens, nullptr);
   return std::span<const float>(impl_->logits);
 }
@@ -240,7 +250,8 @@ Result<std::span<const float>> Session::decode(int32_t token) {
 }
 
 Result<std::vector<float>> Session::prefill_all_logits(std::span<const int32_t> tokens) {
-  INK_RETURN_IF_ERROR(check_tokens(impl_->model->config, tokens));
+  INK_RETURN_IF_ERROR(
+      check_tokens(impl_->model->config, tokens, impl_->state.pos, impl_->max_context));
   std::vector<float> all(tokens.size() * size_t(impl_->model->config.unpadded_vocab));
   run_chunks(*impl_, tokens, &all);
   return all;
@@ -259,7 +270,8 @@ Status Engine::step(std::span<Session* const> sessions,
     for (size_t j = 0; j < i; ++j)
       if (sessions[j] == sessions[i])
         return Status::error("[session] step: a session appears twice");
-    INK_RETURN_IF_ERROR(check_tokens(c, inputs[i]));
+    INK_RETURN_IF_ERROR(
+        check_tokens(c, inputs[i], sessions[i]->impl_->state.pos, impl_->info.max_context));
   }
   std::lock_guard<std::mutex> lk(impl_->batch_mu);
   Scratch& scratch = impl_->batch_scratch;

@@ -112,6 +112,23 @@ TEST_F(SessionTest, BadTokenIsRejectedWithoutSideEffects) {
   EXPECT_FALSE(s->prefill({}).ok());
 }
 
+TEST_F(SessionTest, ContextLimitIsEnforcedWithoutSideEffects) {
+  auto e = Engine::load(model_, EngineOptions{2, 256, 10});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e.value()->info().max_context, 10);
+  auto s = e.value()->new_session();
+  ASSERT_TRUE(s->prefill(std::span<const int32_t>(prompt_.data(), 8)).ok());
+  auto r = s->prefill(std::span<const int32_t>(prompt_.data(), 3));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("context length exceeded: 8 cached + 3 new tokens > 10"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(s->position(), 8);
+  EXPECT_TRUE(s->prefill(std::span<const int32_t>(prompt_.data(), 2)).ok());
+  // The fixture's config says max_position_embeddings 4096: that is the default limit.
+  EXPECT_EQ(load(256)->info().max_context, 4096);
+}
+
 TEST_F(SessionTest, BatchedStepMatchesSeparateSessions) {
   auto e = load(8);  // small chunk: long inputs span several passes mixed with other sessions
   const int64_t V = e->info().unpadded_vocab;
