@@ -1,0 +1,52 @@
+// What every route handler shares: the loaded model pieces, the scheduler, metrics, options and
+// small helpers for OpenAI-shaped error responses. Internal to app/server.
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api_types.h"
+#include "inkling/chat.h"
+#include "inkling/engine.h"
+#include "inkling/tokenizer.h"
+#include "metrics.h"
+#include "scheduler.h"
+#include "server.h"
+
+namespace inkling::server {
+
+struct ScriptEntry {  // TEST ONLY (--test-script)
+  std::string when;
+  std::vector<int32_t> output;
+};
+
+struct Context {
+  ServerOptions opts;
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<const Tokenizer> tok;
+  std::unique_ptr<ChatTemplate> tmpl;
+  SpecialTokenIds ids;
+  std::vector<int32_t> eos_ids;
+  std::string model_id;
+  int64_t created = 0;
+  int64_t ctx_size = 0;
+  Metrics metrics;
+  std::unique_ptr<Scheduler> scheduler;
+  std::vector<ScriptEntry> script;
+
+  std::vector<int32_t> forced_for(const std::string& prompt_text) const;
+};
+
+// JSON text for responses: invalid UTF-8 is replaced, never thrown on.
+std::string dump_json(const ojson& j);
+void send_json(httplib::Response& res, const ojson& j, int status = 200);
+void send_error(httplib::Response& res, const ApiError& e);
+
+// Route handlers (handlers_generate.cpp).
+void handle_chat(Context& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_completions(Context& ctx, const httplib::Request& req, httplib::Response& res);
+
+}  // namespace inkling::server

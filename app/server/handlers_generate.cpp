@@ -1,0 +1,430 @@
+// POST /v1/chat/completions and POST /v1/completions: validate, render, tokenize, submit a job to
+// the scheduler, then either collect the whole answer or stream it as server-sent events. The
+// job is cancelled on every exit path (client gone, stop string, error), which frees its slot.
+#include <chrono>
+#include <random>
+
+#include "context.h"
+#include "output.h"
+#include "sse.h"
+#include "tool_choice.h"
+
+namespace inkling::server {
+
+namespace {
+
+int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Job parameters common to chat and completions.
+JobParams job_params(const Context& ctx, const GenerationRequest& g, std::vector<int32_t> prompt,
+                     bool chat) {
+  JobParams p;
+  p.prompt = std::move(prompt);
+  p.sampling = g.sampling;
+  if (!g.seed_given) p.sampling.seed = std::random_device{}() * 0x9E3779B97F4A7C15ull + 1;
+  p.presence_penalty = g.presence_penalty;
+  p.frequency_penalty = g.frequency_penalty;
+  p.repetition_penalty = g.repetition_penalty;
+  p.logit_bias = g.logit_bias;
+  p.max_tokens = g.max_tokens;
+  p.logprobs = g.logprobs;
+  p.top_logprobs = g.top_logprobs;
+  if (!g.ignore_eos) {
+    p.stop_ids = ctx.eos_ids;
+    if (chat && ctx.ids.endoftext >= 0) p.stop_ids.push_back(ctx.ids.endoftext);
+  }
+  return p;
+}
+
+std::optional<ApiError> check_length(const Context& ctx, size_t n, const char* what) {
+  if (int64_t(n) < ctx.ctx_size) return std::nullopt;
+  ApiError e =
+      bad_request("This model's maximum context length is " + std::to_string(ctx.ctx_size) +
+                      " tokens. However, your " + what + " resulted in " + std::to_string(n) +
+                      " tokens (at least one token must be left for the completion).",
+                  what, "context_length_exceeded");
+  return e;
+}
+
+ojson usage_json(size_t prompt, int64_t completion, int64_t cached, int64_t reasoning) {
+  return ojson{{"prompt_tokens", prompt},
+               {"completion_tokens", completion},
+               {"total_tokens", int64_t(prompt) + completion},
+               {"prompt_tokens_details", {{"cached_tokens", cached}}},
+               {"completion_tokens_details", {{"reasoning_tokens", reasoning}}}};
+}
+
+ojson token_bytes_json(const std::string& b) {
+  ojson arr = ojson::array();
+  for (unsigned char c : b) arr.push_back(int(c));
+  return arr;
+}
+
+// One chat logprobs entry ({"token","logprob","bytes","top_logprobs"}).
+ojson chat_logprob(const Context& ctx, const TokenEvent& ev) {
+  auto entry = [&](int32_t id, float lp) {
+    const std::string b = ctx.tok->token_bytes(id);
+    return ojson{{"token", b}, {"logprob", lp}, {"bytes", token_bytes_json(b)}};
+  };
+  ojson e = entry(ev.id, ev.logprob);
+  e["top_logprobs"] = ojson::array();
+  for (auto [id, lp] : ev.top) e["top_logprobs"].push_back(entry(id, lp));
+  return e;
+}
+
+ojson tool_delta_json(const ChatToolDelta& t) {
+  ojson j = {{"index", t.index}};
+  if (!t.id.empty()) {
+    j["id"] = t.id;
+    j["type"] = "function";
+    j["function"] = {{"name", t.name}, {"arguments", t.arguments}};
+  } else {
+    j["function"] = {{"arguments", t.arguments}};
+  }
+  return j;
+}
+
+// Submits; on a full queue answers 503 and returns null.
+std::shared_ptr<Job> submit(Context& ctx, JobParams p, httplib::Response& res) {
+  auto job = std::make_shared<Job>(std::move(p));
+  if (Status s = ctx.scheduler->submit(job); !s.ok()) {
+    ApiError e;
+    e.status = 503;
+    e.type = "server_error";
+    e.code = "queue_full";
+    e.message = s.message() + "; retry later";
+    send_error(res, e);
+    return nullptr;
+  }
+  return job;
+}
+
+ApiError job_error(const Job& job) {
+  ApiError e;
+  e.status = 500;
+  e.type = "server_error";
+  e.message = job.error.empty() ? "generation failed" : job.error;
+  return e;
+}
+
+// ---- chat ------------------------------------------------------------------------------------
+
+struct ChatRun {
+  ChatRun(Context& c, std::shared_ptr<Job> j, ChatOutput o, size_t n)
+      : ctx(c), job(std::move(j)), out(std::move(o)), prompt_tokens(n) {}
+  Context& ctx;
+  std::shared_ptr<Job> job;
+  ChatOutput out;
+  size_t prompt_tokens;
+  std::string id = make_request_id("chatcmpl-");
+  int64_t created = now_s();
+  std::string model;
+  bool stream = false, include_usage = false;
+  int64_t consumed = 0;  // tokens that count as completion tokens
+
+  ojson chunk(ojson delta, ojson finish, ojson logprobs = nullptr) const {
+    ojson c = {{"id", id},
+               {"object", "chat.completion.chunk"},
+               {"created", created},
+               {"model", model},
+               {"system_fingerprint", nullptr}};
+    c["choices"] = ojson::array({ojson{{"index", 0},
+                                       {"delta", std::move(delta)},
+                                       {"logprobs", std::move(logprobs)},
+                                       {"finish_reason", std::move(finish)}}});
+    if (include_usage) c["usage"] = nullptr;
+    return c;
+  }
+  static ojson delta_json(const ChatDelta& d) {
+    ojson j = ojson::object();
+    if (!d.reasoning.empty()) j["reasoning_content"] = d.reasoning;
+    if (!d.content.empty()) j["content"] = d.content;
+    if (!d.tool_calls.empty()) {
+      j["tool_calls"] = ojson::array();
+      for (const auto& t : d.tool_calls) j["tool_calls"].push_back(tool_delta_json(t));
+    }
+    return j;
+  }
+  std::string finish_reason() const {
+    if (out.stop_string_hit()) return "stop";
+    const bool stopped = job->finish_reason == "stop" || out.done();
+    if (!stopped) return "length";
+    return out.tool_calls().empty() ? "stop" : "tool_calls";
+  }
+  ojson usage() const {
+    return usage_json(prompt_tokens, consumed, job->cached_tokens, out.reasoning_tokens());
+  }
+
+  // Drives the job to the end; `sink` gets each (delta, logprobs) and returns false when the
+  // client is gone. Returns false when the client went away.
+  template <typename Sink>
+  bool drive(Sink&& sink) {
+    std::vector<TokenEvent> evs;
+    while (job->next(&evs)) {
+      for (const auto& ev : evs) {
+        if (out.done()) break;
+        ++consumed;
+        ChatDelta d = out.push(ev.id);
+        ojson lp = job->params.logprobs ? chat_logprob(ctx, ev) : ojson(nullptr);
+        if (!sink(d, lp)) {
+          job->cancel();
+          return false;
+        }
+      }
+      if (out.done()) job->cancel();  // a stop string: free the slot now
+    }
+    ChatDelta tail = out.finish();
+    if (!tail.empty() && !sink(tail, ojson(nullptr))) return false;
+    return true;
+  }
+};
+
+}  // namespace
+
+void handle_chat(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+  ojson body;
+  if (auto e = parse_json_body(req.body, &body)) return send_error(res, *e);
+  ChatRequest cr;
+  if (auto e = parse_chat_request(body, &cr)) return send_error(res, *e);
+  auto prompt = ctx.tmpl->render(cr.render_request);
+  if (!prompt.ok()) {
+    const std::string& m = prompt.status().message();
+    return send_error(
+        res,
+        bad_request(
+            m, m.find("reasoning_effort") != std::string::npos ? "reasoning_effort" : "messages",
+            "template_error"));
+  }
+  std::vector<int32_t> ids = ctx.tok->encode(prompt.value(), /*allow_special=*/true);
+  if (auto e = check_length(ctx, ids.size(), "messages")) return send_error(res, *e);
+
+  JobParams p = job_params(ctx, cr.gen, ids, true);
+  // Snapshot points: the start of the first user turn (shared system prompt + tools), of the
+  // latest user/tool turn (the whole earlier conversation)
+  int64_t first_user = -1, last_turn = -1;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == ctx.ids.message_user || ids[i] == ctx.ids.message_tool) {
+      if (first_user < 0) first_user = int64_t(i);
+      last_turn = int64_t(i);
+    }
+  // ... and the prompt minus its last token: a regenerated answer reuses the whole prompt.
+  for (int64_t pos : {first_user, last_turn, int64_t(ids.size()) - 1})
+    if (pos > 0 && (p.snapshot_at.empty() || p.snapshot_at.back() != pos))
+      p.snapshot_at.push_back(pos);
+  if (cr.tool_choice != ToolChoice::kAuto)
+    p.constraint =
+        std::make_shared<ToolChoiceConstraint>(cr.tool_choice, cr.tool_name, *ctx.tok, ctx.ids);
+  p.forced = ctx.forced_for(prompt.value());
+  ctx.metrics.prompt_tokens += ids.size();
+  auto job = submit(ctx, std::move(p), res);
+  if (!job) return;
+
+  auto run =
+      std::make_shared<ChatRun>(ctx, job, ChatOutput(ctx.tok, ctx.ids, cr.gen.stop), ids.size());
+  run->model = cr.gen.model.empty() ? ctx.model_id : cr.gen.model;
+  run->stream = cr.gen.stream;
+  run->include_usage = cr.gen.stream && cr.gen.include_usage;
+
+  if (!run->stream) {
+    ojson lps = ojson::array();
+    run->drive([&](const ChatDelta&, const ojson& lp) {
+      if (!lp.is_null()) lps.push_back(lp);
+      return true;
+    });
+    if (job->finish_reason == "error") return send_error(res, job_error(*job));
+    ojson msg = {{"role", "assistant"}};
+    const auto calls = run->out.tool_calls();
+    msg["content"] =
+        run->out.content().empty() && !calls.empty() ? ojson(nullptr) : ojson(run->out.content());
+    if (!run->out.reasoning().empty()) msg["reasoning_content"] = run->out.reasoning();
+    if (!calls.empty()) {
+      msg["tool_calls"] = ojson::array();
+      for (const auto& c : calls)
+        msg["tool_calls"].push_back({{"id", c.id},
+                                     {"type", "function"},
+                                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    ojson choice = {{"index", 0}, {"message", msg}};
+    choice["logprobs"] = job->params.logprobs ? ojson{{"content", lps}} : ojson(nullptr);
+    choice["finish_reason"] = run->finish_reason();
+    ojson out = {{"id", run->id},
+                 {"object", "chat.completion"},
+                 {"created", run->created},
+                 {"model", run->model},
+                 {"system_fingerprint", nullptr},
+                 {"choices", ojson::array({choice})},
+                 {"usage", run->usage()}};
+    return send_json(res, out);
+  }
+
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [run](size_t, httplib::DataSink& sink) {
+        auto write = [&](const ojson& j) { return sse_write(sink, sse_event(dump_json(j))); };
+        if (!write(run->chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) {
+          run->job->cancel();
+          return false;
+        }
+        const bool alive = run->drive([&](const ChatDelta& d, const ojson& lp) {
+          if (d.empty() && lp.is_null()) return true;
+          ojson lps = lp.is_null() ? ojson(nullptr) : ojson{{"content", ojson::array({lp})}};
+          return write(run->chunk(ChatRun::delta_json(d), nullptr, lps));
+        });
+        if (!alive) return false;
+        if (run->job->finish_reason == "error") {
+          write(error_body(job_error(*run->job)));
+        } else {
+          write(run->chunk(ojson::object(), run->finish_reason()));
+          if (run->include_usage) {
+            ojson u = run->chunk(ojson::object(), nullptr);
+            u["choices"] = ojson::array();
+            u["usage"] = run->usage();
+            write(u);
+          }
+        }
+        sse_write(sink, sse_done());
+        sink.done();
+        return true;
+      },
+      [run](bool) { run->job->cancel(); });
+}
+
+// ---- completions -----------------------------------------------------------------------------
+
+void handle_completions(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+  ojson body;
+  if (auto e = parse_json_body(req.body, &body)) return send_error(res, *e);
+  CompletionRequest cr;
+  if (auto e = parse_completion_request(body, ctx.engine->info().unpadded_vocab, &cr))
+    return send_error(res, *e);
+  std::vector<int32_t> ids =
+      cr.prompt_is_ids ? cr.prompt_ids : ctx.tok->encode(cr.prompt_text, /*allow_special=*/true);
+  if (ids.empty()) return send_error(res, bad_request("the prompt encodes to no tokens", "prompt"));
+  if (auto e = check_length(ctx, ids.size(), "prompt")) return send_error(res, *e);
+  const std::string prompt_text = cr.prompt_is_ids ? ctx.tok->decode(ids) : cr.prompt_text;
+  JobParams p = job_params(ctx, cr.gen, ids, false);
+  p.forced = ctx.forced_for(prompt_text);
+  ctx.metrics.prompt_tokens += ids.size();
+  const std::vector<int32_t> stop_ids = p.stop_ids;
+  auto job = submit(ctx, std::move(p), res);
+  if (!job) return;
+
+  struct Run {
+    Run(std::shared_ptr<Job> j, TextOutput o) : job(std::move(j)), out(std::move(o)) {}
+    std::shared_ptr<Job> job;
+    TextOutput out;
+    std::string id = make_request_id("cmpl-");
+    int64_t created = now_s();
+    std::string model;
+    int64_t consumed = 0;
+    size_t text_len = 0;
+  };
+  auto run = std::make_shared<Run>(
+      job, TextOutput(ctx.tok, cr.skip_special_tokens, cr.gen.stop, stop_ids));
+  run->model = cr.gen.model.empty() ? ctx.model_id : cr.gen.model;
+  const bool want_lp = cr.gen.logprobs, include_usage = cr.gen.stream && cr.gen.include_usage;
+  const size_t n_prompt = ids.size();
+  Context* c = &ctx;
+  auto lp_json = [c](const std::vector<TokenEvent>& evs, size_t offset) {
+    ojson j = {{"tokens", ojson::array()},
+               {"token_logprobs", ojson::array()},
+               {"top_logprobs", ojson::array()},
+               {"text_offset", ojson::array()}};
+    for (const auto& ev : evs) {
+      const std::string t = c->tok->token_bytes(ev.id);
+      j["tokens"].push_back(t);
+      j["token_logprobs"].push_back(ev.logprob);
+      ojson top = ojson::object();
+      for (auto [id, lp] : ev.top) top[c->tok->token_bytes(id)] = lp;
+      j["top_logprobs"].push_back(top);
+      j["text_offset"].push_back(offset);
+      offset += t.size();
+    }
+    return j;
+  };
+  auto finish_reason = [run] {
+    if (run->out.stop_string_hit() || run->job->finish_reason == "stop") return "stop";
+    return "length";
+  };
+  auto chunk = [run](const std::string& text, ojson finish, ojson lp, bool usage_null) {
+    ojson ch = {{"index", 0},
+                {"text", text},
+                {"logprobs", std::move(lp)},
+                {"finish_reason", std::move(finish)}};
+    ojson j = {
+        {"id", run->id},       {"object", "text_completion"},   {"created", run->created},
+        {"model", run->model}, {"system_fingerprint", nullptr}, {"choices", ojson::array({ch})}};
+    if (usage_null) j["usage"] = nullptr;
+    return j;
+  };
+  // Feeds events; returns the text they add (stop strings applied).
+  auto feed = [run](const std::vector<TokenEvent>& evs, std::vector<TokenEvent>* used) {
+    std::string text;
+    for (const auto& ev : evs) {
+      if (run->out.stop_string_hit()) break;
+      ++run->consumed;
+      used->push_back(ev);
+      text += run->out.push(ev.id);
+    }
+    if (run->out.stop_string_hit()) run->job->cancel();
+    return text;
+  };
+
+  if (!cr.gen.stream) {
+    std::string text = cr.echo ? prompt_text : std::string();
+    std::vector<TokenEvent> evs, used;
+    while (job->next(&evs)) text += feed(evs, &used);
+    text += run->out.finish();
+    if (job->finish_reason == "error") return send_error(res, job_error(*job));
+    ojson lp = want_lp ? lp_json(used, cr.echo ? prompt_text.size() : 0) : ojson(nullptr);
+    ojson out = chunk(text, finish_reason(), lp, false);
+    out["usage"] = usage_json(n_prompt, run->consumed, job->cached_tokens, 0);
+    return send_json(res, out);
+  }
+  const std::string echo = cr.echo ? prompt_text : std::string();
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [=](size_t, httplib::DataSink& sink) {
+        auto write = [&](const ojson& j) { return sse_write(sink, sse_event(dump_json(j))); };
+        if (!echo.empty() && !write(chunk(echo, nullptr, nullptr, include_usage))) {
+          run->job->cancel();
+          return false;
+        }
+        std::vector<TokenEvent> evs, used;
+        while (run->job->next(&evs)) {
+          used.clear();
+          const std::string text = feed(evs, &used);
+          if (text.empty() && !want_lp) continue;
+          ojson lp = want_lp ? lp_json(used, run->text_len) : ojson(nullptr);
+          run->text_len += text.size();
+          if (!write(chunk(text, nullptr, lp, include_usage))) {
+            run->job->cancel();
+            return false;
+          }
+        }
+        if (run->job->finish_reason == "error") {
+          write(error_body(job_error(*run->job)));
+        } else {
+          write(chunk(run->out.finish(), finish_reason(), nullptr, include_usage));
+          if (include_usage) {
+            ojson u = chunk("", nullptr, nullptr, false);
+            u["choices"] = ojson::array();
+            u["usage"] = usage_json(n_prompt, run->consumed, run->job->cached_tokens, 0);
+            write(u);
+          }
+        }
+        sse_write(sink, sse_done());
+        sink.done();
+        return true;
+      },
+      [run](bool) { run->job->cancel(); });
+}
+
+}  // namespace inkling::server

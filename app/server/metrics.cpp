@@ -1,0 +1,73 @@
+// Prometheus text rendering of the server metrics.
+#include "metrics.h"
+
+#include <fmt/format.h>
+
+namespace inkling::server {
+
+void Metrics::count_request(const std::string& route, int status) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++requests_[{route, status}];
+}
+
+void Metrics::add(std::atomic<double>& a, double v) {
+  double cur = a.load();
+  while (!a.compare_exchange_weak(cur, cur + v)) {
+  }
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
+  };
+  out +=
+      "# HELP inkling_requests_total HTTP requests by route and status.\n"
+      "# TYPE inkling_requests_total counter\n";
+  uint64_t errors = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& [key, n] : requests_) {
+      out += fmt::format("inkling_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", key.first,
+                         key.second, n);
+      if (key.second >= 400) errors += n;
+    }
+  }
+  metric("inkling_request_errors_total", "counter", "Requests answered with status >= 400.",
+         errors);
+  metric("inkling_requests_cancelled_total", "counter",
+         "Generations stopped early (client gone or stop string).", requests_cancelled.load());
+  metric("inkling_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
+         prompt_tokens.load());
+  metric("inkling_prompt_tokens_cached_total", "counter",
+         "Prompt tokens reused from the prefix cache.", cached_tokens.load());
+  metric("inkling_completion_tokens_total", "counter", "Generated tokens.",
+         completion_tokens.load());
+  metric("inkling_prefill_tokens_total", "counter", "Prompt tokens run through the model.",
+         prefill_tokens.load());
+  metric("inkling_decode_tokens_total", "counter", "Decode steps summed over sequences.",
+         decode_tokens.load());
+  metric("inkling_steps_total", "counter", "Batched forward steps.", steps.load());
+  metric("inkling_step_seconds_total", "counter", "Time spent in batched forward steps.",
+         step_seconds.load());
+  metric("inkling_prefill_tokens_per_second", "gauge", "Recent prefill throughput.",
+         prefill_tps.load());
+  metric("inkling_decode_tokens_per_second", "gauge", "Recent decode throughput (all slots).",
+         decode_tps.load());
+  metric("inkling_time_to_first_token_seconds_sum", "counter", "Sum of time to first token.",
+         ttft_seconds.load());
+  metric("inkling_time_to_first_token_seconds_count", "counter", "Requests with a first token.",
+         ttft_count.load());
+  metric("inkling_queue_depth", "gauge", "Requests waiting for a slot.", queue_depth.load());
+  metric("inkling_slots_active", "gauge", "Slots running a request.", slots_active.load());
+  metric("inkling_slots_total", "gauge", "Slots (--parallel).", slots_total.load());
+  metric("inkling_prefix_cache_hits_total", "counter", "Requests that reused a cached prefix.",
+         prefix_cache_hits.load());
+  metric("inkling_prefix_cache_entries", "gauge", "Snapshots held by the prefix cache.",
+         prefix_cache_entries.load());
+  metric("inkling_prefix_cache_bytes", "gauge", "Bytes held by the prefix cache.",
+         prefix_cache_bytes.load());
+  return out;
+}
+
+}  // namespace inkling::server

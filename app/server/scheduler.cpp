@@ -1,0 +1,341 @@
+// Scheduler thread: admission (with prefix-cache reuse), one batched Engine::step per iteration
+// over every active slot, sampling with penalties/bias/constraints, and slot release. Every path
+// that ends a job goes through finish_slot(), which frees the slot.
+#include "scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace inkling::server {
+
+// ---- Job -------------------------------------------------------------------------------------
+
+bool Job::next(std::vector<TokenEvent>* out) {
+  out->clear();
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return !events_.empty() || done_; });
+  while (!events_.empty()) {
+    out->push_back(std::move(events_.front()));
+    events_.pop_front();
+  }
+  return !out->empty() || !done_;
+}
+
+void Job::emit(TokenEvent ev) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    events_.push_back(std::move(ev));
+  }
+  cv_.notify_all();
+}
+
+void Job::finish(std::string reason, std::string err, int64_t cached) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (done_) return;
+    finish_reason = std::move(reason);
+    error = std::move(err);
+    cached_tokens = cached;
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+// ---- Slot ------------------------------------------------------------------------------------
+
+struct Scheduler::Slot {
+  std::unique_ptr<Session> session;
+  std::vector<int32_t> history;  // tokens the session has consumed (size == position)
+  std::shared_ptr<Job> job;
+  size_t prefill_pos = 0;  // prompt tokens consumed (including reused ones)
+  size_t next_snap = 0;    // index into job->params.snapshot_at
+  int32_t pending = -1;    // sampled token to feed at the next step
+  int64_t cached = 0;
+  uint64_t last_used = 0;
+  std::unique_ptr<Sampler> sampler;
+  std::unordered_map<int32_t, int> counts;  // generated token -> occurrences
+  std::unordered_set<int32_t> seen;         // prompt + generated (repetition penalty)
+  bool first_token = true;
+};
+
+Scheduler::Scheduler(std::shared_ptr<Engine> engine, SchedulerOptions opts, Metrics* metrics)
+    : engine_(std::move(engine)), opts_(opts), metrics_(metrics), cache_(opts.prefix_cache_bytes) {
+  for (int i = 0; i < std::max(1, opts_.n_slots); ++i) {
+    auto s = std::make_unique<Slot>();
+    s->session = engine_->new_session();
+    slots_.push_back(std::move(s));
+  }
+  free_slots_ = int64_t(slots_.size());
+  metrics_->slots_total = int64_t(slots_.size());
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  stop();
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return Status::error("[server] shutting down");
+    if (int64_t(queue_.size()) >= int64_t(opts_.max_queue) + free_slots_.load())
+      return Status::error("[server] queue full: " + std::to_string(queue_.size()) +
+                           " requests waiting for " + std::to_string(slots_.size()) + " slots");
+    queue_.push_back(std::move(job));
+    metrics_->queue_depth = int64_t(queue_.size());
+  }
+  cv_.notify_all();
+  return Status::success();
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    bool active = false;
+    for (auto& s : slots_) active |= s->job != nullptr;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (!active) cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+    }
+    step();
+  }
+  for (auto& s : slots_)
+    if (s->job) finish_slot(*s, "error", "[server] shutting down");
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& j : queue_) j->finish("error", "[server] shutting down");
+  queue_.clear();
+}
+
+void Scheduler::admit(std::shared_ptr<Job> job) {
+  const auto& prompt = job->params.prompt;
+  if (prompt.empty() || int64_t(prompt.size()) >= opts_.ctx_size) {
+    job->finish("error", "[server] prompt of " + std::to_string(prompt.size()) +
+                             " tokens does not fit the context of " +
+                             std::to_string(opts_.ctx_size));
+    return;
+  }
+  // Best reuse: a free slot whose whole history is a prefix of the prompt (no copy), else the
+  // longest cached snapshot. At least one prompt token is always run (it yields the logits).
+  Slot* live = nullptr;
+  Slot* lru = nullptr;
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (s.job) continue;
+    if (!lru || s.last_used < lru->last_used) lru = &s;
+    if (!s.history.empty() && s.history.size() < prompt.size() &&
+        common_prefix(s.history, prompt) == s.history.size() &&
+        (!live || s.history.size() > live->history.size()))
+      live = &s;
+  }
+  INK_CHECK(lru != nullptr);
+  const size_t live_len = live ? live->history.size() : 0;
+  const PrefixCache::Entry* hit = cache_.lookup(prompt, prompt.size() - 1, ++tick_);
+  Slot* s = live ? live : lru;
+  if (hit && hit->tokens.size() > live_len) {
+    s = lru;
+    s->session->restore(*hit->snap);
+    s->history = hit->tokens;
+  } else if (!live) {
+    s->session->reset();
+    s->history.clear();
+  }
+  s->job = std::move(job);
+  const JobParams& p = s->job->params;
+  s->prefill_pos = s->history.size();
+  s->cached = int64_t(s->history.size());
+  s->next_snap = 0;
+  s->pending = -1;
+  s->first_token = true;
+  s->sampler = std::make_unique<Sampler>(p.sampling);
+  s->counts.clear();
+  s->seen.clear();
+  if (p.repetition_penalty != 1.0f) s->seen.insert(prompt.begin(), prompt.end());
+  --free_slots_;
+  metrics_->slots_active += 1;
+  metrics_->cached_tokens += uint64_t(s->cached);
+  if (s->cached > 0) metrics_->prefix_cache_hits += 1;
+}
+
+void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::string& error) {
+  if (!s.job) return;
+  s.job->finish(reason, error, s.cached);
+  if (reason == "cancelled") metrics_->requests_cancelled += 1;
+  if (reason == "error") {
+    s.session->reset();
+    s.history.clear();
+  } else if (int64_t(s.history.size()) >= opts_.min_snapshot_tokens &&
+             !cache_.contains(s.history)) {
+    // The state at the end of this turn: the next turn of the conversation starts here.
+    cache_.insert(s.history, s.session->snapshot(), s.session->state_bytes(), ++tick_);
+  }
+  metrics_->prefix_cache_entries = cache_.size();
+  metrics_->prefix_cache_bytes = cache_.bytes();
+  s.job.reset();
+  s.sampler.reset();
+  s.last_used = ++tick_;
+  ++free_slots_;
+  metrics_->slots_active -= 1;
+}
+
+int32_t Scheduler::choose(Slot& s, std::span<const float> logits, TokenEvent* ev) {
+  const JobParams& p = s.job->params;
+  work_.assign(logits.begin(), logits.end());
+  std::span<float> w(work_);
+  for (auto [id, bias] : p.logit_bias)
+    if (id >= 0 && size_t(id) < w.size()) w[size_t(id)] += bias;
+  if (p.repetition_penalty != 1.0f)
+    for (int32_t id : s.seen) {
+      float& x = w[size_t(id)];
+      x = x > 0 ? x / p.repetition_penalty : x * p.repetition_penalty;
+    }
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f)
+    for (auto [id, n] : s.counts)
+      w[size_t(id)] -= p.frequency_penalty * float(n) + p.presence_penalty;
+  std::optional<int32_t> forced;
+  if (p.constraint) forced = p.constraint->apply(w);
+  if (s.job->generated < int64_t(p.forced.size())) forced = p.forced[size_t(s.job->generated)];
+  const int32_t tok = forced ? *forced : s.sampler->sample(w);
+  ev->id = tok;
+  if (p.logprobs) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (float x : w) mx = std::max(mx, x);
+    double sum = 0;
+    for (float x : w) sum += std::exp(double(x - mx));
+    const float lse = mx + float(std::log(sum));
+    ev->logprob = w[size_t(tok)] - lse;
+    if (p.top_logprobs > 0) {
+      std::vector<std::pair<float, int32_t>> top;
+      top.reserve(size_t(p.top_logprobs) + 1);
+      for (size_t i = 0; i < w.size(); ++i) {
+        if (top.size() == size_t(p.top_logprobs) && w[i] <= top.back().first) continue;
+        auto pos = std::find_if(top.begin(), top.end(), [&](auto& e) { return w[i] > e.first; });
+        top.insert(pos, {w[i], int32_t(i)});
+        if (top.size() > size_t(p.top_logprobs)) top.pop_back();
+      }
+      for (auto [x, id] : top) ev->top.emplace_back(id, x - lse);
+    }
+  }
+  if (p.constraint) p.constraint->accept(tok);
+  ++s.counts[tok];
+  if (p.repetition_penalty != 1.0f) s.seen.insert(tok);
+  return tok;
+}
+
+bool Scheduler::step() {
+  for (auto& s : slots_)
+    if (s->job && s->job->cancelled()) finish_slot(*s, "cancelled");
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!queue_.empty() && free_slots_ > 0) {
+      auto job = std::move(queue_.front());
+      queue_.pop_front();
+      if (job->cancelled()) {
+        job->finish("cancelled");
+        metrics_->requests_cancelled += 1;
+        continue;
+      }
+      admit(std::move(job));
+    }
+    metrics_->queue_depth = int64_t(queue_.size());
+  }
+  // Inputs: decode slots take one token each, prefill slots share the rest of the budget; a
+  // prefill chunk ends at the next snapshot boundary so the snapshot lands exactly there.
+  std::vector<Session*> sessions;
+  std::vector<std::span<const int32_t>> inputs;
+  std::vector<Slot*> used;
+  int64_t n_decode = 0, n_prefill = 0;
+  for (auto& sp : slots_)
+    if (sp->job && sp->prefill_pos >= sp->job->params.prompt.size()) {
+      sessions.push_back(sp->session.get());
+      inputs.emplace_back(&sp->pending, 1);
+      used.push_back(sp.get());
+      ++n_decode;
+    }
+  int64_t budget = std::max<int64_t>(opts_.batch_tokens - n_decode, 1);
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (!s.job || s.prefill_pos >= s.job->params.prompt.size() || budget <= 0) continue;
+    const auto& p = s.job->params;
+    while (s.next_snap < p.snapshot_at.size() &&
+           size_t(p.snapshot_at[s.next_snap]) <= s.prefill_pos)
+      ++s.next_snap;
+    size_t end = std::min(p.prompt.size(), s.prefill_pos + size_t(budget));
+    if (s.next_snap < p.snapshot_at.size()) end = std::min(end, size_t(p.snapshot_at[s.next_snap]));
+    sessions.push_back(s.session.get());
+    inputs.emplace_back(p.prompt.data() + s.prefill_pos, end - s.prefill_pos);
+    used.push_back(&s);
+    budget -= int64_t(end - s.prefill_pos);
+    n_prefill += int64_t(end - s.prefill_pos);
+  }
+  if (sessions.empty()) return false;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = engine_->step(sessions, inputs);
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) {
+    for (Slot* s : used) finish_slot(*s, "error", st.message());
+    return true;
+  }
+  metrics_->steps += 1;
+  Metrics::add(metrics_->step_seconds, dt);
+  metrics_->prefill_tokens += uint64_t(n_prefill);
+  metrics_->decode_tokens += uint64_t(n_decode);
+  auto ema = [&](std::atomic<double>& g, int64_t n) {
+    if (n > 0 && dt > 0) g = 0.8 * g.load() + 0.2 * (double(n) / dt);
+  };
+  ema(metrics_->prefill_tps, n_prefill);
+  ema(metrics_->decode_tps, n_decode);
+
+  for (size_t i = 0; i < used.size(); ++i) {
+    Slot& s = *used[i];
+    const JobParams& p = s.job->params;
+    s.history.insert(s.history.end(), inputs[i].begin(), inputs[i].end());
+    if (s.prefill_pos < p.prompt.size()) {
+      s.prefill_pos += inputs[i].size();
+      const bool at_boundary =
+          s.next_snap < p.snapshot_at.size() && size_t(p.snapshot_at[s.next_snap]) == s.prefill_pos;
+      if (at_boundary && int64_t(s.prefill_pos) >= opts_.min_snapshot_tokens &&
+          !cache_.contains(s.history))
+        cache_.insert(s.history, s.session->snapshot(), s.session->state_bytes(), ++tick_);
+      if (s.prefill_pos < p.prompt.size()) continue;
+    }
+    TokenEvent ev;
+    const int32_t tok = choose(s, s.session->last_logits(), &ev);
+    s.job->emit(std::move(ev));
+    s.job->generated += 1;
+    metrics_->completion_tokens += 1;
+    if (s.first_token) {
+      s.first_token = false;
+      metrics_->ttft_count += 1;
+      Metrics::add(metrics_->ttft_seconds,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - s.job->t_submit)
+                       .count());
+    }
+    const bool is_stop = std::find(p.stop_ids.begin(), p.stop_ids.end(), tok) != p.stop_ids.end();
+    if (is_stop) {
+      finish_slot(s, "stop");
+    } else if ((p.max_tokens >= 0 && s.job->generated >= p.max_tokens) ||
+               int64_t(s.history.size()) + 1 >= opts_.ctx_size ||
+               (!p.forced.empty() && s.job->generated >= int64_t(p.forced.size()))) {
+      finish_slot(s, "length");
+    } else {
+      s.pending = tok;
+    }
+  }
+  return true;
+}
+
+}  // namespace inkling::server

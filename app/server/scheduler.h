@@ -1,0 +1,132 @@
+// The scheduler: one thread owns the engine and N slots (sessions). Each step gathers every
+// active slot's next input (a prefill chunk or one decode token) and runs ONE Engine::step over
+// all of them (continuous batching); queued jobs join at the next step. Jobs carry token ids
+// only; HTTP threads turn the emitted token events into text. Cancelled jobs (client gone, stop
+// string) release their slot at the start of the next step.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "inkling/engine.h"
+#include "inkling/sampler.h"
+#include "metrics.h"
+#include "prefix_cache.h"
+
+namespace inkling::server {
+
+// Per-job decoding constraint run on the scheduler thread (e.g. tool_choice): before sampling it
+// may ban tokens (set their logits to -inf) or force one; accept() sees every chosen token.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  virtual std::optional<int32_t> apply(std::span<float> logits) = 0;
+  virtual void accept(int32_t id) = 0;
+};
+
+struct JobParams {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  float presence_penalty = 0, frequency_penalty = 0, repetition_penalty = 1;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  int64_t max_tokens = -1;  // -1: until the context is full
+  bool logprobs = false;
+  int top_logprobs = 0;
+  std::vector<int32_t> stop_ids;     // sampling one ends the job ("stop"); it is emitted
+  std::vector<int64_t> snapshot_at;  // prompt positions worth a prefix-cache snapshot
+  std::vector<int32_t> forced;       // TEST ONLY (--test-script): emit these, not samples
+  std::shared_ptr<TokenConstraint> constraint;
+};
+
+struct TokenEvent {
+  int32_t id = 0;
+  float logprob = 0;                           // when logprobs was requested
+  std::vector<std::pair<int32_t, float>> top;  // top_logprobs alternatives
+};
+
+// Shared between the HTTP thread that submitted it and the scheduler.
+class Job {
+ public:
+  explicit Job(JobParams p) : params(std::move(p)) {}
+  const JobParams params;
+
+  // Consumer: waits for events; false once the job is finished and everything was read.
+  bool next(std::vector<TokenEvent>* out);
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Valid once next() returned false.
+  std::string finish_reason;  // "stop" (stop token), "length", "cancelled", "error"
+  std::string error;
+  int64_t cached_tokens = 0;
+  std::chrono::steady_clock::time_point t_submit = std::chrono::steady_clock::now();
+
+  // Producer (scheduler).
+  void emit(TokenEvent ev);
+  void finish(std::string reason, std::string error = "", int64_t cached = 0);
+  int64_t generated = 0;  // scheduler-only
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<TokenEvent> events_;
+  bool done_ = false;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerOptions {
+  int n_slots = 1;
+  int64_t ctx_size = 4096;
+  size_t max_queue = 64;
+  int64_t batch_tokens = 512;  // prompt tokens per step, summed over slots
+  size_t prefix_cache_bytes = size_t(1) << 30;
+  int64_t min_snapshot_tokens = 16;  // shorter prefixes are not worth a snapshot
+};
+
+class Scheduler {
+ public:
+  Scheduler(std::shared_ptr<Engine> engine, SchedulerOptions opts, Metrics* metrics);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a job; fails (nothing queued) when the queue is full or the scheduler stopped.
+  Status submit(std::shared_ptr<Job> job);
+  void stop();
+  const SchedulerOptions& options() const { return opts_; }
+
+ private:
+  struct Slot;
+  void loop();
+  void admit(std::shared_ptr<Job> job);
+  bool step();
+  int32_t choose(Slot& s, std::span<const float> logits, TokenEvent* ev);
+  void finish_slot(Slot& s, const std::string& reason, const std::string& error = "");
+
+  std::shared_ptr<Engine> engine_;
+  SchedulerOptions opts_;
+  Metrics* metrics_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  PrefixCache cache_;
+  uint64_t tick_ = 0;
+  std::vector<float> work_;  // processed logits of the slot being sampled
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::atomic<int64_t> free_slots_{0};  // slots without a job (scheduler writes, submit reads)
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace inkling::server

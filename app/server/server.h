@@ -1,0 +1,50 @@
+// `inkling serve`: the OpenAI-compatible HTTP server (cpp-httplib). HTTP worker threads parse,
+// validate, render and tokenize requests, submit token jobs to the single Scheduler that owns the
+// engine, and turn the token events they get back into JSON / SSE.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "inkling/status.h"
+
+namespace inkling::server {
+
+struct ServerOptions {
+  std::string model_dir;
+  std::string host = "127.0.0.1";
+  int port = 8080;             // 0 = any free port (printed at startup)
+  int parallel = 1;            // slots decoded together
+  int64_t ctx_size = 0;        // per slot; 0 = the model's model_max_length (capped at 32768)
+  std::string api_key;         // empty = no authentication
+  int threads = 0;             // engine threads; 0 = all
+  size_t max_queue = 64;       // requests waiting beyond the slots before 503
+  int64_t batch_tokens = 512;  // prompt tokens per scheduler step
+  size_t prefix_cache_mb = 1024;
+  size_t max_body_bytes = size_t(8) << 20;
+  int http_threads = 0;     // 0 = parallel + max_queue + 8
+  std::string alias;        // model id reported by /v1/models; default: the folder name
+  std::string test_script;  // TEST ONLY: JSON [{"when": substr, "output": text}] forced outputs
+  bool verbose = false;
+};
+
+class Server {
+ public:
+  // Loads the engine, tokenizer and chat template.
+  static Result<std::unique_ptr<Server>> create(const ServerOptions& opts);
+  ~Server();
+  // Binds the socket; returns the port actually bound.
+  Result<int> bind();
+  // Serves until stop() (from any thread or a signal handler).
+  void run();
+  void stop();
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inkling::server

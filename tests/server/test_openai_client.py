@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""`inkling serve` driven by the official `openai` Python client on 127.0.0.1.
+
+Generates the tiny real-vocabulary model, starts the server on a free port with a test script
+(scripted reasoning / tool-call outputs), then checks non-streaming and streaming chat, the
+reasoning split, a tool-call round trip, completions, errors and 4 concurrent clients, and prints
+aggregate throughput with 1 and 4 concurrent clients. Exit 77 (skip) when `openai` is missing.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+try:
+    import openai
+except ImportError:
+    print("SKIP: the openai module is not installed (pip install openai)")
+    sys.exit(77)
+
+SCRIPT = [  # first match wins: "sunny" (the tool result turn) before "weather"
+    {"when": "sunny", "output": "<|content_thinking|>Summarize.<|end_message|><|message_model|>"
+     "<|content_text|>It is sunny in Paris.<|end_message|><|content_model_end_sampling|>"},
+    {"when": "weather", "output": "<|content_thinking|>Let me check.<|end_message|><|message_model|>"
+     "get_weather<|content_invoke_tool_json|>{\"name\":\"get_weather\",\"args\":{\"city\":\"Paris\"}}"
+     "<|end_message|><|content_model_end_sampling|>"},
+]
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}]
+
+
+def start_server(args, model, script_path, parallel):
+    proc = subprocess.Popen(
+        [args.inkling, "serve", "-m", model, "--port", "0", "--parallel", str(parallel),
+         "-t", "2", "--test-script", script_path],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError("server did not start: %r" % line)
+    return proc, int(line.strip().rsplit(":", 1)[1])
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok  ", what)
+
+
+def throughput(client, n_clients, max_tokens=64):
+    """Completion tokens per second summed over n concurrent clients, and mean TTFT."""
+    toks, ttfts = [], []
+
+    def one(i):
+        t0 = time.time()
+        first = None
+        n = 0
+        stream = client.completions.create(
+            model="x", prompt="Client %d writes a story" % i, max_tokens=max_tokens,
+            temperature=0, stream=True, stream_options={"include_usage": True},
+            extra_body={"ignore_eos": True})
+        for chunk in stream:
+            if chunk.choices and first is None:
+                first = time.time() - t0
+            if chunk.usage:
+                n = chunk.usage.completion_tokens
+        toks.append(n)
+        ttfts.append(first or 0.0)
+
+    t0 = time.time()
+    th = [threading.Thread(target=one, args=(i,)) for i in range(n_clients)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    dt = time.time() - t0
+    return sum(toks) / dt, sum(ttfts) / len(ttfts), sum(toks)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inkling", required=True)
+    ap.add_argument("--maker", required=True)
+    ap.add_argument("--tokenizer-dir", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--bench", action="store_true", help="also measure 1 vs 4 vs 16 clients")
+    args = ap.parse_args()
+    if not os.path.exists(os.path.join(args.tokenizer_dir, "tokenizer.json")):
+        print("SKIP: no tokenizer files at", args.tokenizer_dir)
+        return 77
+    model = os.path.join(args.work, "tiny_chat_model")
+    if not os.path.exists(os.path.join(model, "model.safetensors")):
+        subprocess.run([args.maker, model, args.tokenizer_dir], check=True,
+                       stdout=subprocess.DEVNULL)
+    script_path = os.path.join(args.work, "server_openai_script.json")
+    with open(script_path, "w") as f:
+        json.dump(SCRIPT, f)
+    proc, port = start_server(args, model, script_path, parallel=16 if args.bench else 4)
+    try:
+        client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key="none",
+                               max_retries=0, timeout=120)
+        models = client.models.list()
+        check(len(models.data) == 1, "models.list")
+
+        r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                           max_tokens=8)
+        check(r.choices[0].finish_reason in ("length", "stop", "tool_calls"), "plain chat")
+        check(r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0, "usage")
+
+        # Tool call with reasoning, then the round trip with the tool result.
+        msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
+        r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS)
+        msg = r.choices[0].message
+        check(r.choices[0].finish_reason == "tool_calls", "finish_reason tool_calls")
+        check(msg.tool_calls and msg.tool_calls[0].function.name == "get_weather", "tool name")
+        check(json.loads(msg.tool_calls[0].function.arguments) == {"city": "Paris"}, "tool args")
+        check((msg.model_extra or {}).get("reasoning_content") == "Let me check.", "reasoning split")
+        msgs.append({"role": "assistant", "content": None,
+                     "reasoning_content": "Let me check.",
+                     "tool_calls": [tc.model_dump() for tc in msg.tool_calls]})
+        msgs.append({"role": "tool", "tool_call_id": msg.tool_calls[0].id, "content": "sunny"})
+        r2 = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS)
+        check(r2.choices[0].message.content == "It is sunny in Paris.", "tool round trip answer")
+        check(r2.usage.prompt_tokens_details.cached_tokens > 0, "round trip reuses the prefix")
+
+        # Streaming: role first, reasoning and tool-call deltas, usage, no markers.
+        stream = client.chat.completions.create(
+            model="m", messages=msgs[:1], tools=TOOLS, stream=True,
+            stream_options={"include_usage": True})
+        roles, reasoning, names, args_text, finish, usage = [], "", [], "", None, None
+        for chunk in stream:
+            if chunk.usage:
+                usage = chunk.usage
+            if not chunk.choices:
+                continue
+            d = chunk.choices[0].delta
+            if d.role:
+                roles.append(d.role)
+            reasoning += (d.model_extra or {}).get("reasoning_content") or ""
+            check_no_marker = (d.content or "")
+            assert "<|" not in check_no_marker
+            for tc in d.tool_calls or []:
+                if tc.function and tc.function.name:
+                    names.append(tc.function.name)
+                args_text += (tc.function.arguments or "") if tc.function else ""
+            finish = chunk.choices[0].finish_reason or finish
+        check(roles == ["assistant"], "stream: one role delta first")
+        check(reasoning == "Let me check.", "stream: reasoning deltas")
+        check(names == ["get_weather"] and json.loads(args_text) == {"city": "Paris"},
+              "stream: tool call deltas")
+        check(finish == "tool_calls" and usage and usage.completion_tokens > 0, "stream: finish+usage")
+
+        c = client.completions.create(model="m", prompt="Once upon a time", max_tokens=5,
+                                      temperature=0)
+        check(c.choices[0].finish_reason == "length" and c.usage.completion_tokens == 5,
+              "completions")
+
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "wizard", "content": "x"}])
+            check(False, "bad role rejected")
+        except openai.BadRequestError as e:
+            check(e.status_code == 400 and "wizard" in str(e), "bad role -> 400")
+
+        # 4 concurrent clients all complete.
+        results = []
+
+        def worker(i):
+            rr = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "client %d" % i}], max_tokens=16,
+                temperature=0.7, seed=i)
+            results.append(rr.choices[0].finish_reason)
+
+        th = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        check(len(results) == 4, "4 concurrent clients complete")
+
+        if args.bench:
+            for n in (1, 4, 16):
+                tps, ttft, total = throughput(client, n)
+                print("bench: %2d clients: %7.1f completion tok/s aggregate, TTFT %.3f s "
+                      "(%d tokens)" % (n, tps, ttft, total))
+    finally:
+        proc.terminate()
+        rc = proc.wait(timeout=30)
+    check(rc == 0, "clean shutdown")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
