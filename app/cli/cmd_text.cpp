@@ -1,5 +1,6 @@
 // Text subcommands that need only the tokenizer files of a model folder (no config or weights):
-// `inkling tokenize` (text -> ids) and `inkling detokenize` (ids -> text), whole input or --jsonl.
+// `inkling tokenize` (text -> ids), `inkling detokenize` (ids -> text), whole input or --jsonl,
+// and `inkling render` (OpenAI chat request -> the prompt the chat template renders, or its ids).
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "inkling/chat.h"
 #include "inkling/tokenizer.h"
 
 namespace inkling::cli {
@@ -21,6 +23,7 @@ struct TextArgs {
   bool jsonl = false;
   bool no_special = false;    // tokenize: special-token text is encoded as plain text
   bool skip_special = false;  // detokenize: drop special tokens
+  bool ids = false;           // render: print token ids instead of text
 };
 
 std::string read_stdin() {
@@ -93,7 +96,33 @@ int run_detokenize(const TextArgs& a) {
   return 0;
 }
 
+int run_render(const TextArgs& a) {
+  auto tmpl = ChatTemplate::load(a.model_dir);
+  if (!tmpl.ok()) return fail(tmpl.status().message());
+  // ordered_json keeps the request's key order, as Python dicts do.
+  auto request = nlohmann::ordered_json::parse(read_stdin(), nullptr, false);
+  if (request.is_discarded()) return fail("request is not valid JSON", 2);
+  auto prompt = tmpl->render(request);
+  if (!prompt.ok()) return fail(prompt.status().message(), 2);
+  if (!a.ids) {
+    std::fwrite(prompt->data(), 1, prompt->size(), stdout);
+    return 0;
+  }
+  auto tok = Tokenizer::load(a.model_dir);
+  if (!tok.ok()) return fail(tok.status().message());
+  std::printf("%s\n", nlohmann::json(tok.value()->encode(prompt.value())).dump().c_str());
+  return 0;
+}
+
 }  // namespace
+
+Runner add_render(CLI::App& app) {
+  auto a = std::make_shared<TextArgs>();
+  app.add_option("-m,--model", a->model_dir, "model or tokenizer folder with a chat template")
+      ->required();
+  app.add_flag("--ids", a->ids, "print the prompt's token ids instead of its text");
+  return [a]() { return run_render(*a); };
+}
 
 Runner add_tokenize(CLI::App& app) {
   auto a = std::make_shared<TextArgs>();

@@ -14,6 +14,7 @@ Runner add_inspect(CLI::App& app);
 Runner add_generate(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
 Runner add_detokenize(CLI::App& app);
+Runner add_render(CLI::App& app);
 Runner add_serve(CLI::App& app);
 
 // Prints "error: <message>" to stderr and returns `code`.

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   reg("generate", "generate tokens from a prompt", add_generate);
   reg("tokenize", "text on stdin -> token ids (JSON)", add_tokenize);
   reg("detokenize", "token ids (JSON) on stdin -> text", add_detokenize);
+  reg("render", "chat request (JSON) on stdin -> the prompt its chat template renders", add_render);
   reg("serve", "OpenAI-compatible HTTP server (chat, completions, streaming)", add_serve);
   try {
     app.parse(argc, argv);

@@ -99,6 +99,37 @@ TEST(CliText, BadInputIsOneClearError) {
   EXPECT_NE(r.err.find("nothing-here"), std::string::npos) << r.err;
 }
 
+// `render` and `render --ids` against transformers' renders and HF tokenizer ids.
+TEST(CliText, RenderMatchesTransformers) {
+  if (!std::filesystem::exists(kTok + "/chat_template.jinja")) GTEST_SKIP() << "no shared data";
+  TempDir dir;
+  std::ifstream in(std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/chat/renders.jsonl");
+  int renders = 0, ids = 0, errors = 0;
+  // A sample (each --ids run loads the 200k vocabulary); tests/text/test_chat_ids.cpp checks all.
+  for (std::string line; std::getline(in, line) && renders < 12;) {
+    const auto row = nlohmann::ordered_json::parse(line);
+    write_file(dir.path() + "/req.json", row["request"].dump());
+    auto r = run_cli({"render", "-m", kTok}, dir.path(), 60, dir.path() + "/req.json");
+    if (row.contains("error")) {
+      EXPECT_EQ(r.exit_code, 2) << line;
+      EXPECT_NE(r.err.find(row["error"].get<std::string>()), std::string::npos) << r.err;
+      ++errors;
+      continue;
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, row["render"].get<std::string>());
+    ++renders;
+    if (row.contains("ids") && ids < 4) {
+      auto ri = run_cli({"render", "-m", kTok, "--ids"}, dir.path(), 60, dir.path() + "/req.json");
+      ASSERT_EQ(ri.exit_code, 0) << ri.err;
+      EXPECT_EQ(nlohmann::json::parse(ri.out), row["ids"]);
+      ++ids;
+    }
+  }
+  EXPECT_EQ(renders, 12);
+  EXPECT_EQ(ids, 4);
+}
+
 TEST(CliText, GenerateRequiresExactlyOnePromptForm) {
   TempDir dir;
   const std::string model = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full/og";
