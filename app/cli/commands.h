@@ -15,6 +15,7 @@ Runner add_generate(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
 Runner add_detokenize(CLI::App& app);
 Runner add_render(CLI::App& app);
+Runner add_chat(CLI::App& app);
 Runner add_serve(CLI::App& app);
 
 // Prints "error: <message>" to stderr and returns `code`.

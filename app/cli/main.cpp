@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   reg("inspect", "show the detected layout, config summary and tensors of a model folder",
       add_inspect);
   reg("generate", "generate tokens from a prompt", add_generate);
+  reg("chat", "interactive chat in the terminal", add_chat);
   reg("tokenize", "text on stdin -> token ids (JSON)", add_tokenize);
   reg("detokenize", "token ids (JSON) on stdin -> text", add_detokenize);
   reg("render", "chat request (JSON) on stdin -> the prompt its chat template renders", add_render);

@@ -1,0 +1,165 @@
+// `inkling chat`: an interactive conversation in the terminal. Each turn renders the whole
+// conversation with the model's chat template, reuses the session state of the previous turn's
+// prompt (restored from a snapshot, so nothing is re-prefilled), streams the answer and shows
+// the reasoning when asked. Commands: /reset, /exit (or end of input).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "inkling/chat.h"
+#include "inkling/engine.h"
+#include "inkling/sampler.h"
+#include "inkling/tokenizer.h"
+
+namespace inkling::cli {
+
+namespace {
+
+struct ChatArgs {
+  std::string model_dir, system, effort;
+  int max_tokens = 2048, threads = 0;
+  bool show_reasoning = false;
+  SamplingParams sampling;
+  int64_t seed = -1;
+};
+
+void out(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+int run_chat(const ChatArgs& a) {
+  EngineOptions eo;
+  eo.n_threads = a.threads;
+  auto engine = Engine::load(a.model_dir, eo);
+  if (!engine.ok()) return fail(engine.status().message());
+  auto tok = Tokenizer::load(a.model_dir);
+  if (!tok.ok()) return fail(tok.status().message());
+  auto tmpl = ChatTemplate::load(a.model_dir);
+  if (!tmpl.ok()) return fail(tmpl.status().message());
+  const auto tokenizer = tok.value();
+  auto ids =
+      SpecialTokenIds::from_lookup([&](std::string_view s) { return tokenizer->token_id(s); });
+  if (!ids.ok()) return fail(ids.status().message());
+  const auto& eos = engine.value()->info().eos_ids;
+
+  SamplingParams sp = a.sampling;
+  sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
+  Sampler sampler(sp);
+  auto session = engine.value()->new_session();
+  std::vector<int32_t> consumed;  // ids the session holds (the last prompt)
+  std::shared_ptr<const SessionSnapshot> at_prompt;
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
+  const bool tty = isatty(0);
+
+  for (;;) {
+    if (tty) out("\n> ");
+    std::string line;
+    if (!std::getline(std::cin, line) || line == "/exit") break;
+    if (line == "/reset") {
+      while (messages.size() > (a.system.empty() ? 0u : 1u)) messages.erase(messages.size() - 1);
+      continue;
+    }
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    nlohmann::ordered_json request = {{"messages", messages}};
+    if (!a.effort.empty()) request["reasoning_effort"] = a.effort;
+    auto prompt = tmpl->render(request);
+    if (!prompt.ok()) {
+      fail(prompt.status().message(), 2);
+      messages.erase(messages.size() - 1);
+      continue;
+    }
+    std::vector<int32_t> prompt_ids = tokenizer->encode(prompt.value());
+    // Reuse the previous prompt's state when this prompt extends it.
+    size_t start = 0;
+    if (at_prompt && prompt_ids.size() > consumed.size() &&
+        std::equal(consumed.begin(), consumed.end(), prompt_ids.begin())) {
+      session->restore(*at_prompt);
+      start = consumed.size();
+    } else {
+      session->reset();
+    }
+    auto logits = session->prefill(std::span<const int32_t>(prompt_ids).subspan(start));
+    if (!logits.ok()) return fail(logits.status().message());
+    consumed = prompt_ids;
+    at_prompt = session->snapshot();
+
+    OutputParser parser(ids.value());
+    StreamDecoder dec(tokenizer, /*skip_special=*/true);
+    bool in_reasoning = false;
+    auto show = [&](const ParseDelta& d) {
+      if (!d.reasoning.empty() && a.show_reasoning) {
+        if (!in_reasoning) out("\x1b[2m");  // dim
+        in_reasoning = true;
+        out(d.reasoning);
+      }
+      if (!d.content.empty()) {
+        if (in_reasoning) out("\x1b[0m\n");
+        in_reasoning = false;
+        out(d.content);
+      }
+      for (const auto& tc : d.tool_calls)
+        out((tc.name.empty() ? "" : "\n[tool call " + tc.name + "] ") + tc.arguments);
+    };
+    std::span<const float> l = logits.value();
+    for (int i = 0; i < a.max_tokens; ++i) {
+      const int32_t t = sampler.sample(l);
+      const bool control = tokenizer->is_special(t);
+      ParseDelta d = parser.push(t, control ? std::string() : dec.push(t));
+      show(d);
+      if (d.stop || std::find(eos.begin(), eos.end(), t) != eos.end()) break;
+      auto next = session->decode(t);
+      if (!next.ok()) {
+        fail(next.status().message());
+        break;
+      }
+      l = next.value();
+    }
+    show(parser.finish());
+    if (in_reasoning) out("\x1b[0m");
+    out("\n");
+    const ParsedMessage& msg = parser.result();
+    nlohmann::ordered_json reply = {{"role", "assistant"}, {"content", msg.content}};
+    if (!msg.reasoning_content.empty()) reply["reasoning_content"] = msg.reasoning_content;
+    messages.push_back(reply);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_chat(CLI::App& app) {
+  auto a = std::make_shared<ChatArgs>();
+  a->sampling.temperature = 0.7f;
+  a->sampling.top_p = 0.95f;
+  app.add_option("-m,--model", a->model_dir, "model folder with tokenizer and chat template")
+      ->required();
+  app.add_option("--system", a->system, "system message");
+  app.add_option("--reasoning-effort", a->effort,
+                 "none, minimal, low, medium, high, max or 0..0.99");
+  app.add_flag("--show-reasoning", a->show_reasoning, "print the model's reasoning (dimmed)");
+  app.add_option("-n,--max-tokens", a->max_tokens, "most tokens per answer")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--temperature,--temp", a->sampling.temperature,
+                 "sampling temperature (0 = greedy)")
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-p", a->sampling.top_p, "nucleus sampling mass")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--top-k", a->sampling.top_k, "keep the k most likely tokens (0 = off)");
+  app.add_option("--min-p", a->sampling.min_p, "min-p filter")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", a->seed, "random seed (default: random)");
+  app.add_option("-t,--threads", a->threads, "worker threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
+  return [a]() { return run_chat(*a); };
+}
+
+}  // namespace inkling::cli
