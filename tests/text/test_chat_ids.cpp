@@ -31,5 +31,25 @@ TEST(ChatIds, RenderedPromptsTokenizeLikeTransformers) {
   EXPECT_GE(checked, 120);
 }
 
+// Thinking Machines' own renderer (tml-renderers 0.2.1) agrees on 108 of the fixture renders once
+// its sampled-not-rendered <|message_model|> is appended (tools/compare_tml_renderers.py); our
+// ids must equal its ids there too.
+TEST(ChatIds, AgreesWithTmlRenderersWhereConventionsMatch) {
+  const std::string data = std::string(INKLING_SOURCE_DIR) + "/../shared/data/inkling";
+  auto tmpl = ChatTemplate::load(data);
+  auto tok = Tokenizer::load(data);
+  if (!tmpl.ok() || !tok.ok()) GTEST_SKIP() << "no shared tokenizer data";
+  std::ifstream in(std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/chat/tml_ids.jsonl");
+  int checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto row = nlohmann::ordered_json::parse(line);
+    auto prompt = tmpl->render(row["request"]);
+    ASSERT_TRUE(prompt.ok()) << prompt.status().message();
+    EXPECT_EQ(nlohmann::json(tok.value()->encode(prompt.value())), row["ids"]) << line;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 108);
+}
+
 }  // namespace
 }  // namespace inkling
