@@ -1,11 +1,12 @@
-// Portable matmul: each thread owns a contiguous band of weight rows and streams every row once
-// for all tokens (weights are the large operand; tokens reuse the row from L1). Inner loops use
-// 16 independent accumulators so the compiler vectorises them without -ffast-math.
+// matmul: each thread owns a contiguous band of weight rows and streams every row once for all
+// tokens. Dense f32/bf16 goes to the Highway kernels (matmul_hwy.cpp); other dtypes use portable
+// loops with 16 independent accumulators that the compiler vectorises without -ffast-math.
 #include "ops/matmul.h"
 
 #include <cstring>
 #include <vector>
 
+#include "ops/matmul_hwy.h"
 #include "ops/quant_matmul.h"
 
 namespace inkling {
@@ -13,6 +14,8 @@ namespace inkling {
 namespace {
 
 constexpr int kLanes = 16;
+// Below this many tokens the streamed matvec beats packing x for the blocked gemm.
+constexpr int64_t kGemmMinTokens = 8;
 
 inline float dot_f32(const float* a, const float* b, int64_t n) {
   float acc[kLanes] = {};
@@ -74,6 +77,14 @@ void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, i
   if (w.format != WeightFormat::kDense) {
     // Quantized: fused kernels that dequantize in registers (ops/quant_matmul.cpp).
     quant_matmul_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+    return;
+  }
+  if (hwy_dense_supported(w.dtype)) {
+    // Highway kernels: streamed matvec for a few tokens, cache-blocked gemm beyond.
+    if (n_tok < kGemmMinTokens)
+      hwy_matvec_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+    else
+      hwy_gemm_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
     return;
   }
   if (n_tok == 1 || w.dtype == DType::F32) {

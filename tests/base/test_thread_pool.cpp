@@ -148,17 +148,24 @@ TEST(ThreadPool, ChunksAreContiguousAndOrdered) {
   }
 }
 
-TEST(ThreadPool, EveryThreadTakesPartAndCallerIsOne) {
+TEST(ThreadPool, WorkersShareTheWorkAndCallerTakesPart) {
+  // Chunks are claimed dynamically, so which thread runs which chunk is up to timing; but when
+  // every chunk waits for the others, all threads must be running chunks at once.
   for (int threads : {2, 4}) {
     ThreadPool pool(threads);
     std::mutex mu;
     std::set<std::thread::id> ids;
     bool caller_took_part = false;
     const auto me = std::this_thread::get_id();
+    std::atomic<int> arrived{0};
     pool.parallel_for(size_t(threads), [&](size_t, size_t) {
-      std::lock_guard<std::mutex> lk(mu);
-      ids.insert(std::this_thread::get_id());
-      if (std::this_thread::get_id() == me) caller_took_part = true;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        ids.insert(std::this_thread::get_id());
+        if (std::this_thread::get_id() == me) caller_took_part = true;
+      }
+      arrived.fetch_add(1);
+      while (arrived.load() < threads) std::this_thread::yield();  // a barrier across all chunks
     });
     EXPECT_EQ(ids.size(), size_t(threads));
     EXPECT_TRUE(caller_took_part);

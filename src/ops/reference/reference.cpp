@@ -1,6 +1,7 @@
 // Scalar reference implementations (double accumulation where it makes them a better yardstick).
 #include "ops/reference/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -35,6 +36,41 @@ void short_conv(const float* u, int64_t T, int64_t C, const float* w, int64_t K,
       out[t * C + c] = float(double(u[t * C + c]) + acc);
     }
   for (int64_t i = 0; i < (K - 1) * C; ++i) state[i] = hist[size_t(T * C + i)];
+}
+
+void attention(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
+               const float* P, const AttentionShape& s, float* out) {
+  const int64_t nh = s.n_heads, hd = s.head_dim, d = s.d_rel, R = s.rel_extent;
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t h = 0; h < nh; ++h) {
+      const int64_t t = pos0 + i;
+      const int64_t lo = s.window > 0 ? std::max<int64_t>(0, t - s.window + 1) : 0;
+      const float tau = log_position_tau(t, s.log_floor, s.log_alpha);
+      const float* qh = q + i * nh * hd + h * hd;
+      const float* rh = r + i * nh * d + h * d;
+      const int64_t koff = (h / group) * hd;
+      std::vector<double> z(size_t(t - lo + 1));
+      double mx = -INFINITY;
+      for (int64_t src = lo; src <= t; ++src) {
+        const int64_t dist = t - src;
+        double dot = 0, bias = 0;
+        for (int64_t c = 0; c < hd; ++c) dot += double(qh[c] * tau) * kv.key(src)[koff + c];
+        if (dist < R)
+          for (int64_t m = 0; m < d; ++m) bias += double(rh[m]) * P[m * R + dist];
+        z[size_t(src - lo)] = dot / double(hd) + bias * tau;
+        mx = std::max(mx, z[size_t(src - lo)]);
+      }
+      double sum = 0;
+      for (double& v : z) sum += (v = std::exp(v - mx));
+      float* oh = out + i * nh * hd + h * hd;
+      for (int64_t c = 0; c < hd; ++c) {
+        double acc = 0;
+        for (int64_t src = lo; src <= t; ++src)
+          acc += z[size_t(src - lo)] / sum * kv.value(src)[koff + c];
+        oh[c] = float(acc);
+      }
+    }
 }
 
 }  // namespace inkling::ref

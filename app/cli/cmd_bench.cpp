@@ -1,0 +1,272 @@
+// `inkling bench -m DIR`: prefill and decode tokens/s next to this machine's limits (read
+// bandwidth, FMA peak) and the model's cost per token, printed as roofline ratios. All numbers
+// of one report come from one process run, so their ratios are comparable on a noisy machine.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "inkling/engine.h"
+#include "model/config.h"
+#include "model/cost.h"
+#include "ops/attention.h"
+#include "ops/machine_hwy.h"
+
+namespace inkling::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string model_dir;
+  int64_t prompt = 512, gen = 128, context = 0;
+  int threads = 2;
+  int64_t chunk = 256;
+  bool json = false;
+  std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Bytes per weight element by role, from the checkpoint's bytes by dtype: plain float checkpoints
+// get their average; quantized ones (packed U8/U32 present) count non-expert weights as bf16.
+WeightBytes weight_bytes(const ModelConfig& c, const ModelInfo& info) {
+  const ParamCounts p = param_counts(c);
+  double total = 0;
+  bool quantized = false;
+  for (const auto& [dt, b] : info.bytes_by_dtype) {
+    total += double(b);
+    quantized |= dt == "U8" || dt == "U32";
+  }
+  WeightBytes wb;
+  if (!quantized || p.expert == 0) {
+    wb.dense = wb.expert = total / (p.expert + p.other);
+  } else {
+    wb.dense = 2.0;
+    wb.expert = (total - p.other * wb.dense) / p.expert;
+  }
+  return wb;
+}
+
+std::vector<int32_t> random_tokens(std::mt19937_64& rng, int64_t n, int64_t vocab) {
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(vocab - 1));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = pick(rng);
+  return t;
+}
+
+// Seconds per decode token spent in attention, all layers, with `context` keys cached: the
+// kernel runs on synthetic caches of the model's shapes (its cost does not depend on values).
+// Sliding layers read a ring of W keys, global layers every key.
+double attention_seconds(const ModelConfig& c, int64_t context, ThreadPool& pool) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto fill = [&](std::vector<float>& v, size_t n) {
+    v.resize(n);
+    for (auto& x : v) x = nd(rng);
+  };
+  double total = 0;
+  for (int sliding = 0; sliding < 2; ++sliding) {
+    int n_layers = 0;
+    const LayerSpec* spec = nullptr;
+    for (const LayerSpec& l : c.layers)
+      if (l.sliding == bool(sliding)) ++n_layers, spec = &l;
+    if (!spec) continue;
+    AttentionShape s;
+    s.n_heads = spec->n_heads, s.n_kv_heads = spec->n_kv_heads, s.head_dim = spec->head_dim;
+    s.d_rel = c.d_rel, s.rel_extent = spec->rel_extent, s.window = sliding ? c.window : 0;
+    s.log_floor = (!sliding && c.log_floor) ? *c.log_floor : 0.0, s.log_alpha = c.log_alpha;
+    const int64_t row = int64_t(s.n_kv_heads) * s.head_dim;
+    const int64_t rows = sliding ? int64_t(c.window) : context + 1;
+    std::vector<float> k, v, q, r, P, out(size_t(s.n_heads) * s.head_dim);
+    fill(k, size_t(rows * row)), fill(v, size_t(rows * row));
+    fill(q, size_t(s.n_heads) * s.head_dim), fill(r, size_t(s.n_heads) * c.d_rel);
+    fill(P, size_t(c.d_rel) * s.rel_extent);
+    const KvView kv{k.data(), v.data(), sliding ? rows : 0, row, bool(sliding)};
+    std::vector<double> times;
+    for (int rep = 0; rep < 15; ++rep) {
+      const double t0 = now_s();
+      attention(q.data(), r.data(), 1, context, kv, P.data(), s, out.data(), &pool);
+      times.push_back(now_s() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    total += n_layers * times[times.size() / 2];
+  }
+  return total;
+}
+
+int run_bench(const BenchArgs& a) {
+  auto cfg = load_config(a.model_dir);
+  if (!cfg.ok()) return fail(cfg.status().message());
+  EngineOptions opts;
+  opts.n_threads = a.threads;
+  opts.prefill_chunk = a.chunk;
+  auto loaded = Engine::load(a.model_dir, opts);
+  if (!loaded.ok()) return fail(loaded.status().message());
+  std::shared_ptr<Engine> engine = loaded.value();
+  const ModelConfig& c = cfg.value();
+  const ModelInfo& info = engine->info();
+  const WeightBytes wb = weight_bytes(c, info);
+  std::mt19937_64 rng(1234);
+  auto log = [&](const char* msg) {
+    if (!a.json) std::fprintf(stderr, "[bench] %s\n", msg);
+  };
+
+  // Machine limits first, with the same number of threads as the engine.
+  log("measuring memory read bandwidth and FMA peak");
+  ThreadPool probe_pool(a.threads);
+  const double bw_before = measure_read_bandwidth_gbs(probe_pool);
+  const double peak_before = measure_fma_gflops(probe_pool);
+
+  // Warm-up: touch every weight page (a short prefill routes to most experts) and the decode path.
+  log("warm-up");
+  {
+    auto s = engine->new_session();
+    const auto warm = random_tokens(rng, std::min<int64_t>(64, a.prompt), info.unpadded_vocab);
+    if (auto r = s->prefill(warm); !r.ok()) return fail(r.status().message());
+    for (int i = 0; i < 2; ++i)
+      if (auto r = s->decode(warm[size_t(i)]); !r.ok()) return fail(r.status().message());
+  }
+
+  // Prefill of a fresh prompt.
+  log("prefill");
+  auto session = engine->new_session();
+  const auto prompt = random_tokens(rng, a.prompt, info.unpadded_vocab);
+  double t0 = now_s();
+  if (auto r = session->prefill(prompt); !r.ok()) return fail(r.status().message());
+  const double prefill_s = now_s() - t0;
+
+  // Fill the cache to the requested context (untimed), then decode.
+  if (a.context > session->position()) {
+    log("filling the cache to the requested context");
+    const auto fill =
+        random_tokens(rng, a.context - session->position(), int64_t(info.unpadded_vocab));
+    if (auto r = session->prefill(fill); !r.ok()) return fail(r.status().message());
+  }
+  const int64_t ctx0 = session->position();
+  log("decode");
+  const auto gen = random_tokens(rng, a.gen, info.unpadded_vocab);
+  t0 = now_s();
+  for (int32_t tok : gen)
+    if (auto r = session->decode(tok); !r.ok()) return fail(r.status().message());
+  const double decode_s = now_s() - t0;
+
+  // The limits again: on a shared machine they drift during a run. The larger of the two
+  // readings is the ceiling (the conservative choice for our ratios).
+  log("measuring the limits again");
+  const double bw_after = measure_read_bandwidth_gbs(probe_pool);
+  const double peak_after = measure_fma_gflops(probe_pool);
+  const double bw = std::max(bw_before, bw_after), peak = std::max(peak_before, peak_after);
+
+  const double prefill_tok_s = double(a.prompt) / prefill_s;
+  const double decode_tok_s = double(a.gen) / decode_s;
+  const TokenCost dc = decode_cost(c, wb, ctx0 + a.gen / 2);
+  const TokenCost pc = prefill_cost(c, a.prompt);
+  const double bytes = dc.bytes_per_token(), flops = pc.flops_per_token();
+  const double decode_ceiling = bw * 1e9 / bytes;
+  const double decode_ratio = decode_tok_s / decode_ceiling;
+  const double prefill_ratio = prefill_tok_s * flops / (peak * 1e9);
+
+  // Decode at other contexts, projected: the measured step minus its attention time plus the
+  // attention time (and the KV bytes) at the new context.
+  nlohmann::json projected = nlohmann::json::array();
+  if (!a.attn_contexts.empty()) {
+    log("timing decode attention at the requested contexts");
+    const double attn_here = attention_seconds(c, ctx0 + a.gen / 2, probe_pool);
+    for (int64_t n : a.attn_contexts) {
+      const double attn = attention_seconds(c, n, probe_pool);
+      const double step = 1.0 / decode_tok_s - attn_here + attn;
+      const double ceiling = bw * 1e9 / decode_cost(c, wb, n).bytes_per_token();
+      projected.push_back({{"context", n},
+                           {"attention_ms_per_token", attn * 1e3},
+                           {"decode_tok_s", 1.0 / step},
+                           {"decode_ratio", 1.0 / step / ceiling},
+                           {"vs_measured", (1.0 / step) / decode_tok_s}});
+    }
+  }
+
+  if (a.json) {
+    nlohmann::json j = {{"model_dir", a.model_dir},
+                        {"threads", a.threads},
+                        {"simd_target", simd_target_name()},
+                        {"prompt_tokens", a.prompt},
+                        {"gen_tokens", a.gen},
+                        {"context", ctx0},
+                        {"prefill_tok_s", prefill_tok_s},
+                        {"decode_tok_s", decode_tok_s},
+                        {"bandwidth_gbs", bw},
+                        {"fma_gflops", peak},
+                        {"bandwidth_gbs_before_after", {bw_before, bw_after}},
+                        {"fma_gflops_before_after", {peak_before, peak_after}},
+                        {"bytes_per_token", bytes},
+                        {"flops_per_token", flops},
+                        {"decode_ceiling_tok_s", decode_ceiling},
+                        {"decode_ratio", decode_ratio},
+                        {"prefill_gflops", prefill_tok_s * flops / 1e9},
+                        {"prefill_ratio", prefill_ratio},
+                        {"weight_bytes_dense", wb.dense},
+                        {"weight_bytes_expert", wb.expert},
+                        {"projected", projected}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("model:     %s (%s)\n", a.model_dir.c_str(), info.layout.c_str());
+  std::printf(
+      "machine:   %d threads, SIMD %s, read bandwidth %.1f GB/s (%.1f / %.1f before / after), "
+      "FMA peak %.1f GFLOP/s (%.1f / %.1f)\n",
+      a.threads, simd_target_name().c_str(), bw, bw_before, bw_after, peak, peak_before,
+      peak_after);
+  std::printf("decode cost at context %lld (bytes per token):\n%s",
+              static_cast<long long>(ctx0 + a.gen / 2), dc.describe().c_str());
+  std::printf("prefill cost per token (prompt %lld): %.2f GFLOP\n",
+              static_cast<long long>(a.prompt), flops / 1e9);
+  std::printf("prefill:   %lld tokens in %.2f s = %.2f tok/s = %.1f GFLOP/s\n",
+              static_cast<long long>(a.prompt), prefill_s, prefill_tok_s,
+              prefill_tok_s * flops / 1e9);
+  std::printf("decode:    %lld tokens at context %lld in %.2f s = %.3f tok/s (ceiling %.3f)\n",
+              static_cast<long long>(a.gen), static_cast<long long>(ctx0), decode_s, decode_tok_s,
+              decode_ceiling);
+  std::printf("decode_ratio  = %.3f  (decode tok/s / (bandwidth / bytes per token))\n",
+              decode_ratio);
+  std::printf("prefill_ratio = %.3f  (prefill FLOP/s / FMA peak)\n", prefill_ratio);
+  for (const auto& p : projected)
+    std::printf(
+        "projected decode at context %6lld: attention %.2f ms/token, %.3f tok/s, ratio %.3f, "
+        "%.3f x measured\n",
+        static_cast<long long>(p["context"].get<int64_t>()),
+        p["attention_ms_per_token"].get<double>(), p["decode_tok_s"].get<double>(),
+        p["decode_ratio"].get<double>(), p["vs_measured"].get<double>());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  app.add_option("-m,--model", a->model_dir, "model folder (config.json + safetensors)")
+      ->required();
+  app.add_option("--prompt-tokens", a->prompt, "prefill length (random token ids)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--gen-tokens", a->gen, "decode steps to time")->check(CLI::PositiveNumber);
+  app.add_option("--context", a->context,
+                 "fill the cache to this many tokens before timing decode (default: the prompt)");
+  app.add_option("--threads", a->threads, "worker threads (engine and probes)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--chunk", a->chunk, "prefill chunk (tokens per forward call)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--attention-contexts", a->attn_contexts,
+                 "also time decode attention on synthetic caches at these contexts and project "
+                 "decode speed there (e.g. 1024,8192,32768)")
+      ->delimiter(',');
+  app.add_flag("--json", a->json, "print one JSON object instead of the report");
+  return [a]() { return run_bench(*a); };
+}
+
+}  // namespace inkling::cli

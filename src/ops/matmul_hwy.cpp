@@ -1,0 +1,288 @@
+// Dense matmul kernels (see matmul_hwy.h), one copy per Highway target via foreach_target.h.
+// Buffers are thread_local and only grow, so steady-state calls allocate nothing.
+#include "ops/matmul_hwy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/matmul_hwy.cpp"
+#include <hwy/cache_control.h>
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace inkling {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Weight element loaders: f32 as is; bf16 is the high half of an f32, so widen by a shift.
+HWY_INLINE VF LoadW(DF df, const float* p) {
+  return hn::LoadU(df, p);
+}
+HWY_INLINE VF LoadW(DF df, const uint16_t* p) {
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+}
+HWY_INLINE float ScalarW(const float* p, int64_t i) {
+  return p[i];
+}
+HWY_INLINE float ScalarW(const uint16_t* p, int64_t i) {
+  return bits_to_f32(uint32_t(p[i]) << 16);
+}
+HWY_INLINE float Sum(DF df, VF v) {
+  return hn::GetLane(hn::SumOfLanes(df, v));
+}
+
+// ---- matvec: 4 rows x 2 column vectors in flight per token ----------------------------------
+
+template <typename WT>
+HWY_INLINE void Dot4(DF df, const float* x, const WT* w0, const WT* w1, const WT* w2, const WT* w3,
+                     int64_t n, float* out) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  int64_t c = 0;
+  for (; c + 2 * N <= n; c += 2 * N) {
+    const VF x0 = hn::LoadU(df, x + c), x1 = hn::LoadU(df, x + c + N);
+    a0 = hn::MulAdd(LoadW(df, w0 + c), x0, a0);
+    a1 = hn::MulAdd(LoadW(df, w1 + c), x0, a1);
+    a2 = hn::MulAdd(LoadW(df, w2 + c), x0, a2);
+    a3 = hn::MulAdd(LoadW(df, w3 + c), x0, a3);
+    b0 = hn::MulAdd(LoadW(df, w0 + c + N), x1, b0);
+    b1 = hn::MulAdd(LoadW(df, w1 + c + N), x1, b1);
+    b2 = hn::MulAdd(LoadW(df, w2 + c + N), x1, b2);
+    b3 = hn::MulAdd(LoadW(df, w3 + c + N), x1, b3);
+  }
+  for (; c + N <= n; c += N) {
+    const VF x0 = hn::LoadU(df, x + c);
+    a0 = hn::MulAdd(LoadW(df, w0 + c), x0, a0);
+    a1 = hn::MulAdd(LoadW(df, w1 + c), x0, a1);
+    a2 = hn::MulAdd(LoadW(df, w2 + c), x0, a2);
+    a3 = hn::MulAdd(LoadW(df, w3 + c), x0, a3);
+  }
+  float s0 = Sum(df, hn::Add(a0, b0)), s1 = Sum(df, hn::Add(a1, b1));
+  float s2 = Sum(df, hn::Add(a2, b2)), s3 = Sum(df, hn::Add(a3, b3));
+  for (; c < n; ++c) {
+    s0 += x[c] * ScalarW(w0, c);
+    s1 += x[c] * ScalarW(w1, c);
+    s2 += x[c] * ScalarW(w2, c);
+    s3 += x[c] * ScalarW(w3, c);
+  }
+  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+}
+
+template <typename WT>
+HWY_INLINE float Dot1(DF df, const float* x, const WT* w, int64_t n) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  VF a = hn::Zero(df), b = a;
+  int64_t c = 0;
+  for (; c + 2 * N <= n; c += 2 * N) {
+    a = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a);
+    b = hn::MulAdd(LoadW(df, w + c + N), hn::LoadU(df, x + c + N), b);
+  }
+  for (; c + N <= n; c += N) a = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a);
+  float s = Sum(df, hn::Add(a, b));
+  for (; c < n; ++c) s += x[c] * ScalarW(w, c);
+  return s;
+}
+
+template <typename WT>
+void MatvecT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, int64_t cols,
+             int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  const DF df;
+  int64_t r = r0;
+  float out[4];
+  for (; r + 4 <= r1; r += 4) {
+    const WT* w0 = w + r * ld;
+    // The next group's rows are separate streams when rows are strided; start them early.
+    if (r + 8 <= r1)
+      for (int j = 0; j < 4; ++j) hwy::Prefetch(w + (r + 4 + j) * ld);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      Dot4(df, x + t * ldx, w0, w0 + ld, w0 + 2 * ld, w0 + 3 * ld, cols, out);
+      float* yt = y + t * ldy + r;
+      yt[0] = out[0], yt[1] = out[1], yt[2] = out[2], yt[3] = out[3];
+    }
+  }
+  for (; r < r1; ++r)
+    for (int64_t t = 0; t < n_tok; ++t) y[t * ldy + r] = Dot1(df, x + t * ldx, w + r * ld, cols);
+}
+
+void MatvecRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                int64_t r1, float* y, int64_t ldy) {
+  if (w.dtype == DType::BF16)
+    MatvecT(x, n_tok, ldx, reinterpret_cast<const uint16_t*>(w.data), w.row_stride, w.cols, r0, r1,
+            y, ldy);
+  else
+    MatvecT(x, n_tok, ldx, reinterpret_cast<const float*>(w.data), w.row_stride, w.cols, r0, r1, y,
+            ldy);
+}
+
+// ---- gemm: packed x^T panels, widened weight tiles, NR x MV register tile -------------------
+
+#if HWY_TARGET <= HWY_AVX3
+constexpr int kNR = 8;  // 32 zmm registers: 16 accumulators + 2 x vectors + broadcasts
+#else
+constexpr int kNR = 6;  // 16 registers: 12 accumulators + 2 x vectors + a broadcast
+#endif
+constexpr int64_t kKc = 256;  // columns per tile: an x^T block of 256 x T floats stays in L2
+
+// acc[j][m] (+)= sum_k wt[j * ldw + k] * xt[k * ldt + m * N], k < kc; stored into ct rows ldc
+// apart. `first` starts from zero instead of the partial sums in ct.
+template <int NR, int MV>
+HWY_INLINE void Micro(DF df, const float* HWY_RESTRICT wt, int64_t ldw, int64_t kc,
+                      const float* HWY_RESTRICT xt, int64_t ldt, float* HWY_RESTRICT ct,
+                      int64_t ldc, bool first) {
+  const size_t N = hn::Lanes(df);
+  // Fully unrolled so that acc[][] lives in registers (GCC -O2 keeps loop-indexed arrays of
+  // vectors on the stack otherwise, which halves the FMA rate).
+  VF acc[NR][MV];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+    for (int m = 0; m < MV; ++m)
+      acc[j][m] = first ? hn::Zero(df) : hn::LoadU(df, ct + j * ldc + m * N);
+  for (int64_t k = 0; k < kc; ++k) {
+    VF xv[MV];
+#pragma GCC unroll 4
+    for (int m = 0; m < MV; ++m) xv[m] = hn::LoadU(df, xt + k * ldt + m * N);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const VF b = hn::Set(df, wt[j * ldw + k]);
+#pragma GCC unroll 4
+      for (int m = 0; m < MV; ++m) acc[j][m] = hn::MulAdd(b, xv[m], acc[j][m]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+    for (int m = 0; m < MV; ++m) hn::StoreU(acc[j][m], df, ct + j * ldc + m * N);
+}
+
+template <int NR>
+HWY_INLINE void MicroRow(DF df, const float* wt, int64_t ldw, int64_t kc, const float* xt,
+                         int64_t Tp, float* ct, bool first) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  int64_t tv = 0;
+  for (; tv + 2 * N <= Tp; tv += 2 * N)
+    Micro<NR, 2>(df, wt, ldw, kc, xt + tv, Tp, ct + tv, Tp, first);
+  for (; tv < Tp; tv += N) Micro<NR, 1>(df, wt, ldw, kc, xt + tv, Tp, ct + tv, Tp, first);
+}
+
+template <int NR>
+void MicroRows(DF df, int nr, const float* wt, int64_t ldw, int64_t kc, const float* xt, int64_t Tp,
+               float* ct, bool first) {
+  if constexpr (NR > 1) {
+    if (nr < NR) return MicroRows<NR - 1>(df, nr, wt, ldw, kc, xt, Tp, ct, first);
+  }
+  MicroRow<NR>(df, wt, ldw, kc, xt, Tp, ct, first);
+}
+
+// Widens rows [r, r + nr) x columns [k0, k0 + kc) of bf16 weights into wt (row stride kc).
+void WidenTile(DF df, const uint16_t* w, int64_t ld, int64_t r, int nr, int64_t k0, int64_t kc,
+               float* wt) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  for (int j = 0; j < nr; ++j) {
+    const uint16_t* src = w + (r + j) * ld + k0;
+    float* dst = wt + j * kc;
+    int64_t c = 0;
+    for (; c + N <= kc; c += N) hn::StoreU(LoadW(df, src + c), df, dst + c);
+    for (; c < kc; ++c) dst[c] = ScalarW(src, c);
+  }
+}
+
+template <typename WT>
+void GemmT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, int64_t K,
+           int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  const DF df;
+  const int64_t N = int64_t(hn::Lanes(df));
+  const int64_t Tp = (n_tok + N - 1) / N * N, nrows = r1 - r0;
+  thread_local std::vector<float> xt, ct, wt;
+  if (xt.size() < size_t(K * Tp)) xt.resize(size_t(K * Tp));
+  if (ct.size() < size_t(nrows * Tp)) ct.resize(size_t(nrows * Tp));
+  if (wt.size() < size_t(kNR * kKc)) wt.resize(size_t(kNR * kKc));
+  // x^T: [K, Tp], zero-padded tokens; 8 tokens at a time keeps the writes contiguous.
+  for (int64_t t0 = 0; t0 < Tp; t0 += 8) {
+    const int64_t tn = std::min<int64_t>(8, n_tok - t0);
+    for (int64_t k = 0; k < K; ++k) {
+      float* dst = xt.data() + k * Tp + t0;
+      for (int64_t i = 0; i < 8; ++i) dst[i] = i < tn ? x[(t0 + i) * ldx + k] : 0.f;
+    }
+  }
+  for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+    const int64_t kc = std::min(kKc, K - k0);
+    for (int64_t rr = 0; rr < nrows; rr += kNR) {
+      const int nr = int(std::min<int64_t>(kNR, nrows - rr));
+      // Each tile is kc columns of rows ld apart: short runs the hardware prefetcher does not
+      // follow. Request the next group's runs now; the micro-kernel below hides their latency.
+      const int64_t rn = rr + kNR < nrows ? rr + kNR : (k0 + kKc < K ? 0 : nrows);
+      const int64_t kn = rr + kNR < nrows ? k0 : k0 + kKc;
+      for (int64_t j = rn; j < std::min<int64_t>(rn + kNR, nrows); ++j) {
+        const auto* run = reinterpret_cast<const uint8_t*>(w + (r0 + j) * ld + kn);
+        for (int64_t b = 0; b < std::min(kKc, K - kn) * int64_t(sizeof(WT)); b += 64)
+          hwy::Prefetch(run + b);
+      }
+      const float* tile;
+      int64_t ldw;
+      if constexpr (sizeof(WT) == 2) {
+        WidenTile(df, w, ld, r0 + rr, nr, k0, kc, wt.data());
+        tile = wt.data(), ldw = kc;
+      } else {
+        tile = w + (r0 + rr) * ld + k0, ldw = ld;  // f32 rows are used in place
+      }
+      MicroRows<kNR>(df, nr, tile, ldw, kc, xt.data() + k0 * Tp, Tp, ct.data() + rr * Tp, k0 == 0);
+    }
+  }
+  for (int64_t rr = 0; rr < nrows; ++rr)
+    for (int64_t t = 0; t < n_tok; ++t) y[t * ldy + r0 + rr] = ct[size_t(rr * Tp + t)];
+}
+
+void GemmRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
+              float* y, int64_t ldy) {
+  if (w.dtype == DType::BF16)
+    GemmT(x, n_tok, ldx, reinterpret_cast<const uint16_t*>(w.data), w.row_stride, w.cols, r0, r1, y,
+          ldy);
+  else
+    GemmT(x, n_tok, ldx, reinterpret_cast<const float*>(w.data), w.row_stride, w.cols, r0, r1, y,
+          ldy);
+}
+
+const char* MatmulTargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace inkling
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace inkling {
+
+HWY_EXPORT(MatvecRows);
+HWY_EXPORT(GemmRows);
+HWY_EXPORT(MatmulTargetName);
+
+bool hwy_dense_supported(DType t) {
+  return t == DType::F32 || t == DType::BF16;
+}
+
+void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy) {
+  HWY_DYNAMIC_DISPATCH(MatvecRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                   int64_t r1, float* y, int64_t ldy) {
+  HWY_DYNAMIC_DISPATCH(GemmRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+const char* hwy_matmul_target() {
+  return HWY_DYNAMIC_DISPATCH(MatmulTargetName)();
+}
+
+}  // namespace inkling
+#endif  // HWY_ONCE

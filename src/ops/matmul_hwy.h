@@ -1,0 +1,30 @@
+// Highway kernels for the dense (f32 / bf16 weight) matrix products, compiled for every x86
+// target (AVX-512, AVX2, SSE4) and chosen at run time. Activations and results are f32; bf16
+// weights are widened in registers (matvec) or once per cache tile (gemm), never stored widened.
+#pragma once
+
+#include <cstdint>
+
+#include "base/dtype.h"
+#include "ops/matmul.h"
+
+namespace inkling {
+
+// True for the weight dtypes these kernels handle (F32, BF16).
+bool hwy_dense_supported(DType t);
+
+// y[t * ldy + r] = x[t] . W[r] for r in [r0, r1): 4 rows at a time share each x load; rows are
+// streamed once per token (best for n_tok of 1..7: decode and small expert groups).
+void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy);
+
+// Same product, cache-blocked for many tokens: x is transposed once into [K, T] panels, each
+// (rows x 256 columns) weight tile is widened once and reused by every token, and a register-
+// blocked micro-kernel (8 rows x 2 vectors of tokens on AVX-512) accumulates in f32.
+void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                   int64_t r1, float* y, int64_t ldy);
+
+// Name of the Highway target these kernels run on ("AVX3", "AVX2", ...).
+const char* hwy_matmul_target();
+
+}  // namespace inkling

@@ -1,0 +1,112 @@
+// The Highway kernels (dense matvec/gemm, machine probes) against their scalar twins in
+// src/ops/reference on random data: odd sizes, strided rows, f32 and bf16, with and without a pool.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/dtype.h"
+#include "ops/matmul.h"
+#include "ops/matmul_hwy.h"
+#include "ops/reference/reference.h"
+
+namespace inkling {
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A [rows, cols] weight of `dt` whose rows are `stride` elements apart (stride >= cols).
+struct Weight {
+  std::vector<uint8_t> bytes;
+  MatView view;
+};
+
+Weight make_weight(DType dt, int64_t rows, int64_t cols, int64_t stride, uint32_t seed) {
+  Weight w;
+  const auto f = randn(size_t(rows * stride), seed);
+  const size_t es = dtype_size(dt);
+  w.bytes.resize(f.size() * es);
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (dt == DType::BF16) {
+      const uint16_t b = f32_to_bf16(f[i]);
+      std::memcpy(w.bytes.data() + i * 2, &b, 2);
+    } else {
+      std::memcpy(w.bytes.data() + i * 4, &f[i], 4);
+    }
+  }
+  w.view.dtype = dt;
+  w.view.data = w.bytes.data();
+  w.view.rows = rows;
+  w.view.cols = cols;
+  w.view.row_stride = stride;
+  return w;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, int64_t cols) {
+  ASSERT_EQ(got.size(), want.size());
+  // f32 sums of `cols` unit-variance products in another order: error grows like sqrt(cols).
+  const float tol = 2e-5f * std::sqrt(float(cols)) * 4.f;
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+// (dtype, tokens, rows, cols, extra row stride, threads)
+using Shape = std::tuple<DType, int, int, int, int, int>;
+class DenseKernelTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(DenseKernelTest, MatmulMatchesReference) {
+  const auto [dt, T, rows, cols, pad, threads] = GetParam();
+  const Weight w = make_weight(dt, rows, cols, cols + pad, 11u + uint32_t(T * rows));
+  const int64_t ldx = cols + 3, ldy = rows + 5;  // strided activations and outputs too
+  const auto x = randn(size_t(T * ldx), 7u + uint32_t(cols));
+  std::vector<float> got(size_t(T * ldy), -1.f), want(size_t(T * ldy), -1.f);
+  ThreadPool pool(threads);
+  matmul(x.data(), T, ldx, w.view, got.data(), ldy, threads > 1 ? &pool : nullptr);
+  ref::matmul(x.data(), T, ldx, w.view, want.data(), ldy);
+  expect_close(got, want, cols);
+}
+
+TEST_P(DenseKernelTest, MatvecAndGemmAgreeOnRowRanges) {
+  const auto [dt, T, rows, cols, pad, threads] = GetParam();
+  (void)threads;
+  const Weight w = make_weight(dt, rows, cols, cols + pad, 5u + uint32_t(rows));
+  const auto x = randn(size_t(T * cols), 3u + uint32_t(T));
+  const int64_t r0 = rows / 3, r1 = rows - rows / 5;
+  std::vector<float> a(size_t(T * rows), 0.f), b(size_t(T * rows), 0.f), want(a.size(), 0.f);
+  hwy_matvec_rows(x.data(), T, cols, w.view, r0, r1, a.data(), rows);
+  hwy_gemm_rows(x.data(), T, cols, w.view, r0, r1, b.data(), rows);
+  ref::matmul(x.data(), T, cols, w.view, want.data(), rows);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t i = size_t(t * rows + r);
+      if (r < r0 || r >= r1) {
+        want[i] = 0.f;  // rows outside the range are left alone
+      }
+    }
+  expect_close(a, want, cols);
+  expect_close(b, want, cols);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, DenseKernelTest,
+    ::testing::Values(Shape{DType::F32, 1, 37, 53, 0, 1}, Shape{DType::BF16, 1, 37, 53, 3, 2},
+                      Shape{DType::BF16, 1, 64, 256, 0, 2}, Shape{DType::BF16, 3, 29, 100, 7, 2},
+                      Shape{DType::F32, 5, 41, 96, 1, 2}, Shape{DType::BF16, 8, 19, 300, 4, 1},
+                      Shape{DType::F32, 9, 45, 257, 0, 2}, Shape{DType::BF16, 17, 67, 515, 9, 2},
+                      Shape{DType::BF16, 33, 130, 600, 0, 2}, Shape{DType::F32, 40, 23, 31, 2, 1},
+                      Shape{DType::BF16, 100, 50, 777, 0, 2},
+                      Shape{DType::F32, 64, 96, 1024, 0, 2}));
+
+TEST(DenseKernel, ReportsATarget) {
+  EXPECT_NE(std::string(hwy_matmul_target()), "");
+}
+
+}  // namespace
+}  // namespace inkling
