@@ -92,6 +92,10 @@ class Session {
   // Logits of the last consumed token ([unpadded_vocab]); meaningless before any input.
   std::span<const float> last_logits() const;
   int64_t position() const;  // tokens consumed so far
+  // Benchmarks only: appends n positions of seeded random keys/values (and conv states) to the
+  // caches without running the model, so long-context decode can be timed without a long
+  // prefill. The sequence is meaningless afterwards; respects the context limit.
+  Status fast_forward(int64_t n, uint64_t seed);
   std::shared_ptr<const SessionSnapshot> snapshot() const;
   void restore(const SessionSnapshot& snap);
   void reset();

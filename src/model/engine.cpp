@@ -300,6 +300,34 @@ Status Engine::step(std::span<Session* const> sessions,
   return Status::success();
 }
 
+Status Session::fast_forward(int64_t n, uint64_t seed) {
+  SequenceState& st = impl_->state;
+  if (n < 0) return Status::error("[session] fast_forward: negative count");
+  if (impl_->max_context > 0 && st.pos + n > impl_->max_context)
+    return Status::error("[session] context length exceeded: " + std::to_string(st.pos) +
+                         " cached + " + std::to_string(n) + " new tokens > " +
+                         std::to_string(impl_->max_context));
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&x] {  // xorshift64*, uniform in [-1, 1)
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    return float(double((x * 0x2545f4914f6cdd1dull) >> 11) / 4503599627370496.0 - 1.0);
+  };
+  for (LayerCache& l : st.layers) {
+    l.reserve(st.pos + n);
+    // A sliding ring only needs its last `ring` positions written.
+    const int64_t first = l.ring ? std::max(st.pos, st.pos + n - l.ring) : st.pos;
+    for (int64_t p = first; p < st.pos + n; ++p) {
+      float* k = l.k_row(p);
+      float* v = l.v_row(p);
+      for (int64_t i = 0; i < l.row; ++i) k[i] = next(), v[i] = next();
+    }
+    for (auto* c : {&l.conv_k, &l.conv_v, &l.conv_attn, &l.conv_mlp})
+      for (float& f : *c) f = next();
+  }
+  st.pos += n;
+  return Status::success();
+}
+
 std::span<const float> Session::last_logits() const {
   return impl_->logits;
 }

@@ -129,6 +129,20 @@ TEST_F(SessionTest, ContextLimitIsEnforcedWithoutSideEffects) {
   EXPECT_EQ(load(256)->info().max_context, 4096);
 }
 
+TEST_F(SessionTest, FastForwardFillsCachesForBenchmarks) {
+  auto e = load(16);
+  auto s = e->new_session();
+  ASSERT_TRUE(s->prefill(std::span<const int32_t>(prompt_.data(), 4)).ok());
+  ASSERT_TRUE(s->fast_forward(100, 1).ok());  // far past the window: the sliding rings wrap
+  EXPECT_EQ(s->position(), 104);
+  auto l = s->decode(prompt_[0]);
+  ASSERT_TRUE(l.ok());
+  for (float v : l.value()) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(s->position(), 105);
+  EXPECT_FALSE(s->fast_forward(5000, 1).ok());  // past the fixture's 4096 positions
+  EXPECT_EQ(s->position(), 105);
+}
+
 TEST_F(SessionTest, BatchedStepMatchesSeparateSessions) {
   auto e = load(8);  // small chunk: long inputs span several passes mixed with other sessions
   const int64_t V = e->info().unpadded_vocab;
