@@ -1,17 +1,43 @@
 // POST /v1/chat/completions and POST /v1/completions: validate, render, tokenize, submit a job to
 // the scheduler, then either collect the whole answer or stream it as server-sent events. The
-// job is cancelled on every exit path (client gone, stop string, error), which frees its slot.
+// job is cancelled on every exit path (client gone, stop string, error), which frees its slot; a
+// client that hangs up is noticed at its next token (PeerWatch), streaming or not.
 #include <chrono>
 #include <random>
 
 #include "context.h"
 #include "output.h"
+#include "peer.h"
 #include "sse.h"
 #include "tool_choice.h"
 
 namespace inkling::server {
 
 namespace {
+
+// How often an HTTP thread waiting for a queued or prefilling job looks at its client.
+constexpr std::chrono::milliseconds kPeerPoll(20);
+
+// The job's next events, or false when it is over. Cancels the job (its slot is freed at the
+// start of the next scheduler step) and sets *gone when the client has hung up.
+bool next_events(Job& job, const PeerWatch& peer, std::vector<TokenEvent>* evs, bool* gone) {
+  const bool more = peer.found() ? job.next(evs, kPeerPoll) : job.next(evs);
+  if (more && peer.gone()) {
+    job.cancel();
+    *gone = true;
+    return false;
+  }
+  return more;
+}
+
+// A non-streaming request whose client left: nobody reads this, but the logger counts it.
+void client_gone(httplib::Response& res) {
+  ApiError e;
+  e.status = 499;
+  e.type = "client_closed_request";
+  e.message = "the client closed the connection";
+  send_error(res, e);
+}
 
 int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -114,12 +140,13 @@ ApiError job_error(const Job& job) {
 // ---- chat ------------------------------------------------------------------------------------
 
 struct ChatRun {
-  ChatRun(Context& c, std::shared_ptr<Job> j, ChatOutput o, size_t n)
-      : ctx(c), job(std::move(j)), out(std::move(o)), prompt_tokens(n) {}
+  ChatRun(Context& c, std::shared_ptr<Job> j, ChatOutput o, size_t n, PeerWatch p)
+      : ctx(c), job(std::move(j)), out(std::move(o)), prompt_tokens(n), peer(p) {}
   Context& ctx;
   std::shared_ptr<Job> job;
   ChatOutput out;
   size_t prompt_tokens;
+  PeerWatch peer;
   std::string id = make_request_id("chatcmpl-");
   int64_t created = now_s();
   std::string model;
@@ -164,7 +191,8 @@ struct ChatRun {
   template <typename Sink>
   bool drive(Sink&& sink) {
     std::vector<TokenEvent> evs;
-    while (job->next(&evs)) {
+    bool gone = false;
+    while (next_events(*job, peer, &evs, &gone)) {
       for (const auto& ev : evs) {
         if (out.done()) break;
         ++consumed;
@@ -177,6 +205,7 @@ struct ChatRun {
       }
       if (out.done()) job->cancel();  // a stop string: free the slot now
     }
+    if (gone) return false;
     ChatDelta tail = out.finish();
     if (!tail.empty() && !sink(tail, ojson(nullptr))) return false;
     return true;
@@ -223,18 +252,19 @@ void handle_chat(Context& ctx, const httplib::Request& req, httplib::Response& r
   auto job = submit(ctx, std::move(p), res);
   if (!job) return;
 
-  auto run =
-      std::make_shared<ChatRun>(ctx, job, ChatOutput(ctx.tok, ctx.ids, cr.gen.stop), ids.size());
+  auto run = std::make_shared<ChatRun>(ctx, job, ChatOutput(ctx.tok, ctx.ids, cr.gen.stop),
+                                       ids.size(), PeerWatch(req));
   run->model = cr.gen.model.empty() ? ctx.model_id : cr.gen.model;
   run->stream = cr.gen.stream;
   run->include_usage = cr.gen.stream && cr.gen.include_usage;
 
   if (!run->stream) {
     ojson lps = ojson::array();
-    run->drive([&](const ChatDelta&, const ojson& lp) {
+    const bool alive = run->drive([&](const ChatDelta&, const ojson& lp) {
       if (!lp.is_null()) lps.push_back(lp);
       return true;
     });
+    if (!alive) return client_gone(res);
     if (job->finish_reason == "error") return send_error(res, job_error(*job));
     ojson msg = {{"role", "assistant"}};
     const auto calls = run->out.tool_calls();
@@ -312,6 +342,7 @@ void handle_completions(Context& ctx, const httplib::Request& req, httplib::Resp
   p.forced = ctx.forced_for(prompt_text);
   ctx.metrics.prompt_tokens += ids.size();
   const std::vector<int32_t> stop_ids = p.stop_ids;
+  const PeerWatch peer(req);
   auto job = submit(ctx, std::move(p), res);
   if (!job) return;
 
@@ -379,7 +410,9 @@ void handle_completions(Context& ctx, const httplib::Request& req, httplib::Resp
   if (!cr.gen.stream) {
     std::string text = cr.echo ? prompt_text : std::string();
     std::vector<TokenEvent> evs, used;
-    while (job->next(&evs)) text += feed(evs, &used);
+    bool gone = false;
+    while (next_events(*job, peer, &evs, &gone)) text += feed(evs, &used);
+    if (gone) return client_gone(res);
     text += run->out.finish();
     if (job->finish_reason == "error") return send_error(res, job_error(*job));
     ojson lp = want_lp ? lp_json(used, cr.echo ? prompt_text.size() : 0) : ojson(nullptr);
@@ -398,7 +431,8 @@ void handle_completions(Context& ctx, const httplib::Request& req, httplib::Resp
           return false;
         }
         std::vector<TokenEvent> evs, used;
-        while (run->job->next(&evs)) {
+        bool gone = false;
+        while (next_events(*run->job, peer, &evs, &gone)) {
           used.clear();
           const std::string text = feed(evs, &used);
           if (text.empty() && !want_lp) continue;
@@ -409,6 +443,7 @@ void handle_completions(Context& ctx, const httplib::Request& req, httplib::Resp
             return false;
           }
         }
+        if (gone) return false;
         if (run->job->finish_reason == "error") {
           write(error_body(job_error(*run->job)));
         } else {

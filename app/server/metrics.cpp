@@ -30,11 +30,11 @@ std::string Metrics::render() const {
     for (const auto& [key, n] : requests_) {
       out += fmt::format("inkling_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", key.first,
                          key.second, n);
-      if (key.second >= 400) errors += n;
+      if (key.second >= 400 && key.second != 499) errors += n;  // 499: the client hung up
     }
   }
-  metric("inkling_request_errors_total", "counter", "Requests answered with status >= 400.",
-         errors);
+  metric("inkling_request_errors_total", "counter",
+         "Requests answered with status >= 400 (not 499: client gone).", errors);
   metric("inkling_requests_cancelled_total", "counter",
          "Generations stopped early (client gone or stop string).", requests_cancelled.load());
   metric("inkling_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",

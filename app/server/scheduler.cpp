@@ -11,12 +11,29 @@
 
 namespace inkling::server {
 
+namespace {
+// A scripted token's logit (--test-script): far above any real logit, so it wins at every
+// temperature and its probability rounds to 1.
+constexpr float kScriptLogit = 1e4f;
+}  // namespace
+
 // ---- Job -------------------------------------------------------------------------------------
 
 bool Job::next(std::vector<TokenEvent>* out) {
   out->clear();
   std::unique_lock<std::mutex> lk(mu_);
   cv_.wait(lk, [&] { return !events_.empty() || done_; });
+  while (!events_.empty()) {
+    out->push_back(std::move(events_.front()));
+    events_.pop_front();
+  }
+  return !out->empty() || !done_;
+}
+
+bool Job::next(std::vector<TokenEvent>* out, std::chrono::milliseconds max_wait) {
+  out->clear();
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait_for(lk, max_wait, [&] { return !events_.empty() || done_; });
   while (!events_.empty()) {
     out->push_back(std::move(events_.front()));
     events_.pop_front();
@@ -204,9 +221,12 @@ int32_t Scheduler::choose(Slot& s, std::span<const float> logits, TokenEvent* ev
   if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f)
     for (auto [id, n] : s.counts)
       w[size_t(id)] -= p.frequency_penalty * float(n) + p.presence_penalty;
+  if (s.job->generated < int64_t(p.forced.size())) {
+    const auto id = size_t(p.forced[size_t(s.job->generated)]);
+    if (id < w.size()) w[id] = kScriptLogit;
+  }
   std::optional<int32_t> forced;
   if (p.constraint) forced = p.constraint->apply(w);
-  if (s.job->generated < int64_t(p.forced.size())) forced = p.forced[size_t(s.job->generated)];
   const int32_t tok = forced ? *forced : s.sampler->sample(w);
   ev->id = tok;
   if (p.logprobs) {

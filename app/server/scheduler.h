@@ -44,7 +44,9 @@ struct JobParams {
   int top_logprobs = 0;
   std::vector<int32_t> stop_ids;     // sampling one ends the job ("stop"); it is emitted
   std::vector<int64_t> snapshot_at;  // prompt positions worth a prefix-cache snapshot
-  std::vector<int32_t> forced;       // TEST ONLY (--test-script): emit these, not samples
+  // TEST ONLY (--test-script): the script plays the model: token i of the answer gets a logit far
+  // above the rest, so it is chosen unless a constraint (tool_choice) bans or forces another.
+  std::vector<int32_t> forced;
   std::shared_ptr<TokenConstraint> constraint;
 };
 
@@ -60,8 +62,10 @@ class Job {
   explicit Job(JobParams p) : params(std::move(p)) {}
   const JobParams params;
 
-  // Consumer: waits for events; false once the job is finished and everything was read.
+  // Consumer: waits for events; false once the job is finished and everything was read. With
+  // max_wait, returns true with no events when none arrived in time (the caller polls its client).
   bool next(std::vector<TokenEvent>* out);
+  bool next(std::vector<TokenEvent>* out, std::chrono::milliseconds max_wait);
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 

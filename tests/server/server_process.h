@@ -86,6 +86,18 @@ class ServerProcess {
   }
   ~ServerProcess() { stop(); }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // Resident memory of the server process in KiB (VmRSS), -1 when unreadable.
+  long rss_kib() const {
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
+    if (!f) return -1;
+    char line[256];
+    long kib = -1;
+    while (std::fgets(line, sizeof(line), f))
+      if (std::sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+    std::fclose(f);
+    return kib;
+  }
   // SIGTERM, then the exit status (0 = clean shutdown); -1 when it had to be killed.
   int stop() {
     if (pid_ <= 0) return exit_code_;
