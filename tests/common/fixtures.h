@@ -1,6 +1,8 @@
 // Helpers for tests that read the committed reference fixtures (tests/fixtures/<name>/...).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,6 +11,8 @@
 
 #include "base/mapped_file.h"
 #include "base/npy.h"
+#include "inkling/engine.h"
+#include "inkling/sampler.h"
 
 namespace inkling::testing {
 
@@ -31,6 +35,47 @@ inline std::vector<int32_t> json_ids(const nlohmann::json& j, const char* key) {
   if (j.is_object() && j.contains(key))
     for (const auto& v : j[key]) ids.push_back(v.get<int32_t>());
   return ids;
+}
+
+// Teacher-forced logits of `prompt` against the reference .npy: the largest absolute difference
+// and the largest reference magnitude (the parity criterion is diff <= 1e-4 * max).
+struct LogitsParity {
+  std::string error;  // non-empty when the comparison could not be made
+  float max_diff = 0, max_ref = 0;
+};
+inline LogitsParity compare_logits(Engine& engine, const std::vector<int32_t>& prompt,
+                                   const std::string& npy) {
+  LogitsParity r;
+  auto ref = read_npy_f32(npy);
+  if (!ref.ok()) return {ref.status().message()};
+  if (ref->shape != std::vector<int64_t>{int64_t(prompt.size()), engine.info().unpadded_vocab})
+    return {npy + ": shape does not match the prompt and vocabulary"};
+  auto got = engine.new_session()->prefill_all_logits(prompt);
+  if (!got.ok()) return {got.status().message()};
+  for (size_t i = 0; i < ref->data.size(); ++i) {
+    r.max_ref = std::max(r.max_ref, std::fabs(ref->data[i]));
+    r.max_diff = std::max(r.max_diff, std::fabs(ref->data[i] - (*got)[i]));
+  }
+  return r;
+}
+
+// n greedy tokens after `prompt` (prefill, then one decode per token).
+inline std::vector<int32_t> greedy_ids(Engine& engine, const std::vector<int32_t>& prompt,
+                                       size_t n) {
+  std::vector<int32_t> out;
+  auto s = engine.new_session();
+  auto logits = s->prefill(prompt);
+  while (logits.ok() && out.size() < n) {
+    out.push_back(argmax(logits.value()));
+    if (out.size() < n) logits = s->decode(out.back());
+  }
+  return out;
+}
+
+inline size_t matching_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  return k;
 }
 
 }  // namespace inkling::testing

@@ -44,20 +44,11 @@ class QuantParity : public ::testing::TestWithParam<std::string> {
 TEST_P(QuantParity, TeacherForcedLogits) {
   auto eng = engine();
   ASSERT_TRUE(eng);
-  auto ref = read_npy_f32(dir_ + "/ref/logits.npy");
-  ASSERT_TRUE(ref.ok()) << ref.status().message();
-  const int64_t V = eng->info().unpadded_vocab;
-  ASSERT_EQ(ref->shape, (std::vector<int64_t>{int64_t(prompt_.size()), V}));
-  auto got = eng->new_session()->prefill_all_logits(prompt_);
-  ASSERT_TRUE(got.ok()) << got.status().message();
-  float max_ref = 0, max_diff = 0;
-  for (size_t i = 0; i < ref->data.size(); ++i) {
-    max_ref = std::max(max_ref, std::fabs(ref->data[i]));
-    max_diff = std::max(max_diff, std::fabs(ref->data[i] - (*got)[i]));
-  }
+  const auto r = testing::compare_logits(*eng, prompt_, dir_ + "/ref/logits.npy");
+  ASSERT_EQ(r.error, "");
   std::printf("[quant parity] %s: max|diff| %.3g, max|logit| %.3g, ratio %.3g\n",
-              GetParam().c_str(), max_diff, max_ref, max_diff / max_ref);
-  EXPECT_LE(max_diff, 1e-4f * max_ref);
+              GetParam().c_str(), r.max_diff, r.max_ref, r.max_diff / r.max_ref);
+  EXPECT_LE(r.max_diff, 1e-4f * r.max_ref);
 }
 
 TEST_P(QuantParity, Greedy64TokensExact) {
@@ -65,19 +56,9 @@ TEST_P(QuantParity, Greedy64TokensExact) {
   ASSERT_TRUE(eng);
   const auto want = json_ids(read_json(dir_ + "/ref/greedy.json"), "ids");
   ASSERT_EQ(want.size(), 64u);
-  auto s = eng->new_session();
-  auto logits = s->prefill(prompt_);
-  ASSERT_TRUE(logits.ok());
-  std::vector<int32_t> got;
-  for (size_t i = 0; i < want.size(); ++i) {
-    got.push_back(argmax(logits.value()));
-    if (i + 1 < want.size()) logits = s->decode(got.back());
-    ASSERT_TRUE(logits.ok());
-  }
-  size_t matched = 0;
-  while (matched < got.size() && got[matched] == want[matched]) ++matched;
-  std::printf("[quant parity] %s: greedy %zu/%zu tokens match\n", GetParam().c_str(), matched,
-              want.size());
+  const auto got = testing::greedy_ids(*eng, prompt_, want.size());
+  std::printf("[quant parity] %s: greedy %zu/%zu tokens match\n", GetParam().c_str(),
+              testing::matching_prefix(got, want), want.size());
   EXPECT_EQ(got, want);
 }
 
