@@ -3,6 +3,7 @@
 // transposed once and scored for every query head of the item (so decode reads each cached key
 // once per kv head), the banded bias and mask come from a per-query table, softmax is online
 // (running max and sum), and values are accumulated in f32. Scratch is O(block), never [L, S].
+// Decode (T <= 4) takes a separate path (DecodeItem): no transpose, split-K over key ranges.
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/attention.cpp"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -201,6 +203,178 @@ void AttentionItems(const float* q, const float* r, int64_t T, int64_t pos0, con
   }
 }
 
+// ---- Decode path (T <= kDecodeMaxT queries): no transposes. A work item is a range of kv heads
+// and a range of keys (split-K); it walks its keys in blocks of kDecBk cached rows and, per kv
+// head, dots the G query heads sharing it with the block's keys (SIMD over head_dim), updates an
+// online softmax and accumulates the values. Whole cache rows (all kv heads of a position, one
+// page at Inkling-Small shapes) are consumed by one item, so long contexts stream pages in order
+// instead of touching a new page per key per head. Items leave partials (running max m, sum l,
+// unnormalised acc) per query row; attention() merges an item row's key ranges.
+constexpr int64_t kDecBk = 32;          // keys per block (16 and 64 measured the same)
+constexpr int64_t kPrefetchBlocks = 2;  // software prefetch distance, in blocks
+
+// Floats of scratch one thread needs for DecodeItem: scaled queries, bias tables, scores.
+int64_t DecodeScratchFloats(int64_t T, const AttentionShape& s) {
+  return T * s.n_heads * (s.head_dim + s.rel_extent) + kDecBk;
+}
+
+float Dot(DF df, const float* a, const float* b, int64_t n) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  VF a0 = hn::Zero(df), a1 = a0;
+  int64_t c = 0;
+  for (; c + 2 * N <= n; c += 2 * N) {
+    a0 = hn::MulAdd(hn::LoadU(df, a + c), hn::LoadU(df, b + c), a0);
+    a1 = hn::MulAdd(hn::LoadU(df, a + c + N), hn::LoadU(df, b + c + N), a1);
+  }
+  for (; c + N <= n; c += N) a0 = hn::MulAdd(hn::LoadU(df, a + c), hn::LoadU(df, b + c), a0);
+  float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0, a1)));
+  for (; c < n; ++c) sum += a[c] * b[c];
+  return sum;
+}
+
+// out[j] = q . keys[j] for j < nb, q held in NV registers (hd = NV * lanes).
+template <int NV>
+HWY_INLINE void ScoreT(DF df, const float* q, const float* const* keys, int64_t nb, float* out) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  VF qv[NV];
+  for (int v = 0; v < NV; ++v) qv[v] = hn::LoadU(df, q + v * N);
+  int64_t j = 0;
+  for (; j + 2 <= nb; j += 2) {  // two keys: two independent chains
+    const float *k0 = keys[j], *k1 = keys[j + 1];
+    VF a = hn::Mul(qv[0], hn::LoadU(df, k0)), b = hn::Mul(qv[0], hn::LoadU(df, k1));
+    for (int v = 1; v < NV; ++v) {
+      a = hn::MulAdd(qv[v], hn::LoadU(df, k0 + v * N), a);
+      b = hn::MulAdd(qv[v], hn::LoadU(df, k1 + v * N), b);
+    }
+    out[j] = hn::GetLane(hn::SumOfLanes(df, a));
+    out[j + 1] = hn::GetLane(hn::SumOfLanes(df, b));
+  }
+  for (; j < nb; ++j) {
+    VF a = hn::Mul(qv[0], hn::LoadU(df, keys[j]));
+    for (int v = 1; v < NV; ++v) a = hn::MulAdd(qv[v], hn::LoadU(df, keys[j] + v * N), a);
+    out[j] = hn::GetLane(hn::SumOfLanes(df, a));
+  }
+}
+
+void Score(DF df, const float* q, const float* const* keys, int64_t nb, int64_t hd, float* out) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  if (hd == 8 * N) return ScoreT<8>(df, q, keys, nb, out);
+  if (hd == 4 * N) return ScoreT<4>(df, q, keys, nb, out);
+  if (hd == 2 * N) return ScoreT<2>(df, q, keys, nb, out);
+  for (int64_t j = 0; j < nb; ++j) out[j] = Dot(df, q, keys[j], hd);
+}
+
+void PrefetchSpan(const float* p, int64_t n) {
+  for (int64_t c = 0; c < n; c += 16) hwy::Prefetch(p + c);
+}
+
+// Kv heads [g0, g1), keys [k0, k1), all T queries. Query row mi = i * n_heads + h; writes
+// part = m[rows], l[rows], acc[rows * hd] (rows = T * n_heads) for the rows of its heads.
+void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
+                const float* P, const AttentionShape& s, int64_t g0, int64_t g1, int64_t k0,
+                int64_t k1, float* part, float* scratch) {
+  const DF df;
+  const int64_t N = int64_t(hn::Lanes(df));
+  const int64_t nh = s.n_heads, hd = s.head_dim, d = s.d_rel, R = s.rel_extent, W = s.window;
+  const int64_t G = s.n_heads / s.n_kv_heads, rows = T * nh;
+  float *pm = part, *pl = part + rows, *acc = part + 2 * rows;
+  float *sq = scratch, *sL = sq + rows * hd, *sz = sL + rows * R;
+  // The bias band of query t is [t - R + 1, t]; only items reaching the band build the table.
+  const bool bias = k1 - 1 >= pos0 - R + 1;
+  const float inv_hd = 1.f / float(hd);
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t h = g0 * G; h < g1 * G; ++h) {
+      const int64_t mi = i * nh + h, t = pos0 + i;
+      pm[mi] = -INFINITY, pl[mi] = 0.f;
+      std::fill(acc + mi * hd, acc + (mi + 1) * hd, 0.f);
+      const float tau = log_position_tau(t, s.log_floor, s.log_alpha);
+      const float* qh = q + mi * hd;
+      for (int64_t c = 0; c < hd; ++c) sq[mi * hd + c] = qh[c] * tau * inv_hd;
+      if (!bias) continue;
+      const float* rh = r + mi * d;
+      float* L = sL + mi * R;
+      std::fill(L, L + R, 0.f);
+      for (int64_t m = 0; m < d; ++m) {  // L[delta] = tau * sum_m r[m] P[m, delta]
+        const float rm = rh[m] * tau;
+        const VF vr = hn::Set(df, rm);
+        const float* pr = P + m * R;
+        int64_t k = 0;
+        for (; k + N <= R; k += N)
+          hn::StoreU(hn::MulAdd(vr, hn::LoadU(df, pr + k), hn::LoadU(df, L + k)), df, L + k);
+        for (; k < R; ++k) L[k] += rm * pr[k];
+      }
+    }
+  const float *krows[kDecBk], *vrows[kDecBk];
+  const VF ninf = hn::Set(df, -INFINITY);
+  for (int64_t s0 = k0; s0 < k1; s0 += kDecBk) {
+    const int64_t nb = std::min<int64_t>(kDecBk, k1 - s0);
+    const int64_t sp = s0 + kPrefetchBlocks * kDecBk;  // the block to prefetch
+    const int64_t nn = std::clamp<int64_t>(k1 - sp, 0, kDecBk);
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t j = 0; j < nn; ++j) {  // this head's slice of a block ahead
+        PrefetchSpan(kv.key(sp + j) + g * hd, hd);
+        PrefetchSpan(kv.value(sp + j) + g * hd, hd);
+      }
+      for (int64_t j = 0; j < nb; ++j) {
+        krows[j] = kv.key(s0 + j) + g * hd;
+        vrows[j] = kv.value(s0 + j) + g * hd;
+      }
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t t = pos0 + i, dmin = t - (s0 + nb - 1), dmax = t - s0;
+        // Whole block visible and beyond R: no per-key bias or mask.
+        const bool plain = dmin >= R && (W <= 0 || dmax < W);
+        for (int64_t gi = 0; gi < G; ++gi) {
+          const int64_t mi = i * nh + g * G + gi;
+          float* row = sz;
+          Score(df, sq + mi * hd, krows, nb, hd, row);
+          if (!plain)
+            for (int64_t j = 0; j < nb; ++j) {
+              const int64_t dist = dmax - j;
+              if (dist < 0 || (W > 0 && dist >= W))
+                row[j] = -INFINITY;
+              else if (dist < R)
+                row[j] += sL[mi * R + dist];
+            }
+          for (int64_t j = nb; j < kDecBk; ++j) row[j] = -INFINITY;
+          VF vmax = ninf;
+          for (int64_t j = 0; j < kDecBk; j += N) vmax = hn::Max(vmax, hn::LoadU(df, row + j));
+          const float bmax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+          if (bmax == -INFINITY) continue;
+          const float m_old = pm[mi], m_new = std::max(m_old, bmax);
+          const float alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
+          const VF vm = hn::Set(df, m_new);
+          VF vsum = hn::Zero(df);
+          for (int64_t j = 0; j < kDecBk; j += N) {
+            const VF z = hn::LoadU(df, row + j);
+            const VF p = hn::IfThenZeroElse(hn::Eq(z, ninf), hn::Exp(df, hn::Sub(z, vm)));
+            hn::StoreU(p, df, row + j);
+            vsum = hn::Add(vsum, p);
+          }
+          pl[mi] = pl[mi] * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
+          pm[mi] = m_new;
+          AccumulateValues(df, row, vrows, nb, hd, alpha, acc + mi * hd);
+        }
+      }
+    }
+  }
+}
+
+// Items [b, e) of hsplits x ksplits (key split minor): item (hs, ks) covers kv heads
+// [nkv * hs / hsplits, nkv * (hs + 1) / hsplits) and keys [lo + n * ks / ksplits,
+// lo + n * (ks + 1) / ksplits) of the n = t_last + 1 - lo attended keys; its partials go to
+// parts + ks * part_size. `scratch` holds DecodeScratchFloats(T, s) floats.
+void DecodeItems(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
+                 const float* P, const AttentionShape& s, int64_t lo, int64_t hsplits,
+                 int64_t ksplits, float* parts, float* scratch, size_t b, size_t e) {
+  const int64_t n = pos0 + T - lo, nkv = s.n_kv_heads;
+  const int64_t part_size = T * s.n_heads * (2 + s.head_dim);
+  for (size_t item = b; item < e; ++item) {
+    const int64_t hs = int64_t(item) / ksplits, ks = int64_t(item) % ksplits;
+    DecodeItem(q, r, T, pos0, kv, P, s, nkv * hs / hsplits, nkv * (hs + 1) / hsplits,
+               lo + n * ks / ksplits, lo + n * (ks + 1) / ksplits, parts + ks * part_size, scratch);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace inkling
 HWY_AFTER_NAMESPACE();
@@ -208,7 +382,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace inkling {
 
+constexpr int64_t kDecodeMaxT = 4;       // chunks of up to this many queries take the decode path
+constexpr int64_t kMinSplitKeys = 1024;  // keys per split-K range at least
+
 HWY_EXPORT(AttentionItems);
+HWY_EXPORT(DecodeItems);
+HWY_EXPORT(DecodeScratchFloats);
 
 float log_position_tau(int64_t pos, double log_floor, double log_alpha) {
   if (log_floor <= 0) return 1.f;
@@ -216,10 +395,64 @@ float log_position_tau(int64_t pos, double log_floor, double log_alpha) {
   return 1.f + float(log_alpha) * std::log(std::max(ratio, 1.f));
 }
 
+namespace {
+
+// Decode: items of (kv head range, key range), then the key ranges' partials merged per row.
+void attention_decode(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
+                      const float* P, const AttentionShape& s, float* out, ThreadPool* pool) {
+  const int64_t hd = s.head_dim, nh = s.n_heads, nkv = s.n_kv_heads, rows = T * nh;
+  const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos0 - s.window + 1) : 0;
+  const int64_t n = pos0 + T - lo;
+  // Long contexts: one key range per thread, every kv head (pages streamed in order). Short
+  // ones: kv heads split over the threads.
+  const int64_t threads = pool ? pool->size() : 1;
+  const int64_t ksplits = std::clamp<int64_t>(n / kMinSplitKeys, 1, threads);
+  const int64_t hsplits = std::clamp<int64_t>(threads / ksplits, 1, nkv);
+  const int64_t part_size = rows * (2 + hd), items = hsplits * ksplits;
+  const int64_t units = std::min(threads, items);
+  const int64_t scratch = HWY_DYNAMIC_DISPATCH(DecodeScratchFloats)(T, s);
+  // Partials and one scratch area per unit of work, all owned by the calling thread and sized
+  // by the thread count: workers never touch the heap, a growing context never reallocates.
+  thread_local std::vector<float> buf;
+  const size_t need = size_t(threads * (part_size + scratch));
+  if (buf.size() < need) buf.resize(need);
+  float *pp = buf.data(), *sp = pp + threads * part_size;
+  // Units: static contiguous ranges of items, one per thread, each with its own scratch.
+  auto run = [&](size_t ub, size_t ue) {
+    for (size_t u = ub; u < ue; ++u) HWY_DYNAMIC_DISPATCH(DecodeItems)
+    (q, r, T, pos0, kv, P, s, lo, hsplits, ksplits, pp, sp + int64_t(u) * scratch,
+     size_t(items * int64_t(u) / units), size_t(items * int64_t(u + 1) / units));
+  };
+  if (pool)
+    pool->parallel_for(size_t(units), run);
+  else
+    run(0, size_t(units));
+  for (int64_t mi = 0; mi < rows; ++mi) {
+    float m = -INFINITY;
+    for (int64_t ks = 0; ks < ksplits; ++ks) m = std::max(m, pp[ks * part_size + mi]);
+    float l = 0;
+    float* oh = out + mi * hd;
+    std::fill(oh, oh + hd, 0.f);
+    for (int64_t ks = 0; ks < ksplits; ++ks) {
+      const float* part = pp + ks * part_size;
+      if (part[mi] == -INFINITY) continue;
+      const float w = std::exp(part[mi] - m);
+      l += part[rows + mi] * w;
+      const float* a = part + 2 * rows + mi * hd;
+      for (int64_t c = 0; c < hd; ++c) oh[c] += a[c] * w;
+    }
+    const float inv = 1.f / l;
+    for (int64_t c = 0; c < hd; ++c) oh[c] *= inv;
+  }
+}
+
+}  // namespace
+
 void attention(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
                const float* P, const AttentionShape& s, float* out, ThreadPool* pool) {
+  if (T <= kDecodeMaxT) return attention_decode(q, r, T, pos0, kv, P, s, out, pool);
   // Items: kv head major, query block minor, so a static split gives every thread whole heads
-  // (equal causal work) and decode (T = 1) gets one item per kv head.
+  // (equal causal work).
   const int64_t nqb = (T + 15) / 16;
   const size_t items = size_t(s.n_kv_heads * nqb);
   auto run = [&](size_t b, size_t e) {

@@ -35,7 +35,8 @@ struct KvView {
 float log_position_tau(int64_t pos, double log_floor, double log_alpha);
 
 // q: [T, n_heads*head_dim] normalised queries; r: [T, n_heads*d_rel]; P: [d_rel, R];
-// out: [T, n_heads*head_dim]. Parallel over (token, head) on `pool`.
+// out: [T, n_heads*head_dim]. Parallel on `pool` over (kv head, query block) items, or for
+// T <= 4 (decode) over (kv head, key range) items whose partial softmaxes are merged.
 void attention(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
                const float* P, const AttentionShape& s, float* out, ThreadPool* pool);
 

@@ -1,5 +1,6 @@
 // The blocked (flash-style, GQA-grouped) attention kernel against ref::attention on random data:
-// prefill chunks that straddle key blocks, decode far beyond R and W, rings, tau > 1, odd dims.
+// prefill chunks that straddle key blocks, decode far beyond R and W, rings, tau > 1, odd dims;
+// chunks of <= 4 queries exercise the decode path (split-K over key ranges, merged partials).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,26 +52,40 @@ TEST_P(BlockedAttention, MatchesReference) {
       }
     kv = KvView{rk.data(), rv.data(), cap, row, true};
   }
-  std::vector<float> got(q.size(), NAN), want(q.size(), NAN);
-  ThreadPool pool(2);
-  attention(q.data(), r.data(), c.T, c.pos0, kv, P.data(), s, got.data(), &pool);
+  std::vector<float> want(q.size(), NAN);
   ref::attention(q.data(), r.data(), c.T, c.pos0, kv, P.data(), s, want.data());
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5f) << "at " << i;
+  // No pool, 2 and 3 threads: different splits over kv heads and key ranges.
+  ThreadPool pool2(2), pool3(3);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+    std::vector<float> got(q.size(), NAN);
+    attention(q.data(), r.data(), c.T, c.pos0, kv, P.data(), s, got.data(), pool);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-5f)
+          << "at " << i << ", threads " << (pool ? pool->size() : 1);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, BlockedAttention,
     ::testing::Values(
-        Case{8, 2, 128, 16, 96, 96, 40, 0, 0, false},     // sliding prefill from 0
-        Case{8, 2, 128, 16, 96, 96, 37, 150, 0, true},    // sliding chunk through a ring
-        Case{8, 2, 128, 16, 96, 96, 1, 500, 0, true},     // sliding decode far beyond W
-        Case{4, 1, 64, 16, 200, 0, 70, 10, 0, false},     // global, chunk straddling blocks
-        Case{4, 1, 64, 16, 200, 0, 1, 700, 0, false},     // global decode, most keys beyond R
-        Case{8, 2, 128, 16, 100, 0, 3, 400, 50, false},   // global with tau > 1
-        Case{6, 3, 12, 4, 12, 0, 33, 5, 4, false},        // odd dims, tau from the start
-        Case{8, 2, 16, 4, 8, 8, 19, 3, 0, false},         // tiny window
-        Case{8, 4, 8, 3, 4, 4, 5, 4, 0, true},            // fixture-sized ring
-        Case{4, 4, 32, 16, 1024, 0, 1, 2000, 0, false}))  // no GQA sharing (G = 1)
+        Case{8, 2, 128, 16, 96, 96, 40, 0, 0, false},    // sliding prefill from 0
+        Case{8, 2, 128, 16, 96, 96, 37, 150, 0, true},   // sliding chunk through a ring
+        Case{8, 2, 128, 16, 96, 96, 1, 500, 0, true},    // sliding decode far beyond W
+        Case{4, 1, 64, 16, 200, 0, 70, 10, 0, false},    // global, chunk straddling blocks
+        Case{4, 1, 64, 16, 200, 0, 1, 700, 0, false},    // global decode, most keys beyond R
+        Case{8, 2, 128, 16, 100, 0, 3, 400, 50, false},  // global with tau > 1
+        Case{6, 3, 12, 4, 12, 0, 33, 5, 4, false},       // odd dims, tau from the start
+        Case{8, 2, 16, 4, 8, 8, 19, 3, 0, false},        // tiny window
+        Case{8, 4, 8, 3, 4, 4, 5, 4, 0, true},           // fixture-sized ring
+        Case{4, 4, 32, 16, 1024, 0, 1, 2000, 0, false},  // no GQA sharing (G = 1)
+        // decode path (T <= 4): split-K from 2048 keys, rings, tau, small T
+        Case{8, 2, 128, 16, 1024, 0, 1, 5000, 0, false},  // global decode, split-K (2-3 key ranges)
+        Case{8, 2, 128, 16, 1024, 0, 1, 5000, 900, false},  // ... with tau > 1
+        Case{8, 2, 128, 16, 512, 3000, 1, 5000, 0, true},   // sliding decode, split ring
+        Case{8, 2, 128, 16, 96, 96, 4, 500, 0, true},       // 4 queries through a ring
+        Case{6, 3, 12, 4, 12, 0, 3, 2100, 4, false},        // odd dims, 3 queries, tau, split
+        Case{8, 2, 16, 4, 8, 8, 2, 3, 0, false},            // 2 queries, tiny window
+        Case{4, 1, 64, 16, 200, 0, 1, 0, 0, false}))        // first token
 ;
 
 }  // namespace
