@@ -143,6 +143,23 @@ TEST(QuantMatmul, AffineMatchesScalarTwin) {
           }
 }
 
+// Wide 4-bit rows: several whole code vectors per row plus a partial one (the word-lane kernel's
+// main loop, its zero-padded tail and its 4-row / 2-row blocks with leftover rows).
+TEST(QuantMatmul, AffineWide4BitRows) {
+  std::mt19937 rng(23);
+  for (int group : {32, 64, 128})
+    for (int64_t cols : {int64_t(1024), int64_t(1024 + 3 * 128)})
+      for (int64_t rows : {int64_t(1), int64_t(6), int64_t(13)}) {
+        QMat q = make_affine(rows, cols, 4, group, DType::BF16, 1, rng);
+        for (int64_t n_tok : {1, 2, 3, 4, 6}) {
+          compare(q.view, n_tok, rng,
+                  "wide g" + std::to_string(group) + " cols " + std::to_string(cols) + " rows " +
+                      std::to_string(rows) + " tok " + std::to_string(n_tok));
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+}
+
 TEST(QuantMatmul, Nvfp4MatchesScalarTwin) {
   std::mt19937 rng(12);
   for (int64_t rows : {1, 5, 31})
