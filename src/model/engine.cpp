@@ -17,6 +17,8 @@ struct Engine::Impl {
   ModelInfo info;
   std::mutex batch_mu;  // guards batch_scratch (step() may be called from any one thread at a time)
   Scratch batch_scratch;
+  std::vector<Segment> batch_segs;  // step(): the pieces of one pass
+  std::vector<size_t> batch_done;   // step(): tokens of each input already run
 };
 
 class SessionSnapshot {
@@ -173,15 +175,8 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   e->impl_->info = describe(*model, model_dir);
   e->impl_->info.max_context =
       opts.max_context > 0 ? opts.max_context : model->config.max_positions;
-  {
-    const Scratch probe = Scratch::make(model->config, e->impl_->opts.prefill_chunk);
-    uint64_t b = 0;
-    for (const auto* v : {&probe.x, &probe.a, &probe.q, &probe.k, &probe.v, &probe.r, &probe.att,
-                          &probe.br, &probe.g, &probe.u, &probe.h, &probe.y, &probe.moe_in,
-                          &probe.moe_g, &probe.moe_u, &probe.moe_out, &probe.router_logits})
-      b += v->size() * 4;
-    e->impl_->info.session_bytes = b + uint64_t(model->config.unpadded_vocab) * 4;
-  }
+  e->impl_->info.session_bytes = Scratch::footprint(model->config, e->impl_->opts.prefill_chunk) +
+                                 uint64_t(model->config.unpadded_vocab) * 4;  // last logits
   e->impl_->model = std::move(model);
   e->impl_->pool = std::make_unique<ThreadPool>(opts.n_threads);
   return e;
@@ -278,8 +273,10 @@ Status Engine::step(std::span<Session* const> sessions,
   if (scratch.chunk == 0) scratch = Scratch::make(c, impl_->opts.prefill_chunk);
   // Pack pieces of the inputs into passes of at most `chunk` rows; a long input continues in
   // the next pass, so every session's tokens run in order.
-  std::vector<Segment> segs;
-  std::vector<size_t> done(sessions.size(), 0);
+  // Buffers kept across calls (guarded by batch_mu): a decode step allocates nothing.
+  std::vector<Segment>& segs = impl_->batch_segs;
+  std::vector<size_t>& done = impl_->batch_done;
+  done.assign(sessions.size(), 0);
   for (;;) {
     segs.clear();
     int64_t room = scratch.chunk;

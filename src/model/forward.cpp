@@ -12,27 +12,43 @@
 
 namespace inkling {
 
-Scratch Scratch::make(const ModelConfig& c, int64_t chunk) {
-  Scratch s;
-  s.chunk = chunk;
+namespace {
+
+// Every scratch buffer and its element count, in one place: make() resizes them, footprint()
+// only adds them up. `f(vector, n)` is called once per buffer.
+template <typename F>
+void scratch_layout(Scratch& s, const ModelConfig& c, int64_t chunk, F&& f) {
   int64_t qw = 0, kvw = 0, rw = 0;
   for (const LayerSpec& l : c.layers) {
     qw = std::max<int64_t>(qw, int64_t(l.n_heads) * l.head_dim);
     kvw = std::max<int64_t>(kvw, int64_t(l.n_kv_heads) * l.head_dim);
     rw = std::max<int64_t>(rw, int64_t(l.n_heads) * c.d_rel);
   }
-  const int64_t H = c.hidden, mw = std::max(c.dense_width, c.moe_width);
-  auto sz = [&](int64_t w) { return std::vector<float>(size_t(chunk * w)); };
-  s.x = sz(H), s.a = sz(H), s.br = sz(H), s.y = sz(H);
-  s.q = sz(qw), s.att = sz(qw), s.k = sz(kvw), s.v = sz(kvw), s.r = sz(rw);
-  s.g = sz(mw), s.u = sz(mw), s.h = sz(mw);
-  s.moe_in = sz(H), s.moe_out = sz(H), s.moe_g = sz(c.moe_width), s.moe_u = sz(c.moe_width);
-  s.router_logits.resize(size_t(chunk * (c.n_routed + c.n_shared)));
-  s.route_idx.resize(size_t(chunk * c.top_k));
-  s.route_w.resize(size_t(chunk * c.top_k));
-  s.route_gamma.resize(size_t(chunk * std::max(c.n_shared, 1)));
-  s.expert_tokens.resize(size_t(chunk * c.top_k));
+  const int64_t H = c.hidden, mw = std::max(c.dense_width, c.moe_width), I = c.moe_width;
+  auto rows = [&](auto& v, int64_t width) { f(v, size_t(chunk * width)); };
+  rows(s.x, H), rows(s.a, H), rows(s.br, H), rows(s.y, H);
+  rows(s.q, qw), rows(s.att, qw), rows(s.k, kvw), rows(s.v, kvw), rows(s.r, rw);
+  rows(s.g, mw), rows(s.u, mw);
+  rows(s.moe_in, H), rows(s.moe_out, H), rows(s.moe_g, I), rows(s.moe_u, I);
+  rows(s.router_logits, c.n_routed + c.n_shared);
+  rows(s.route_idx, c.top_k), rows(s.route_w, c.top_k), rows(s.expert_tokens, c.top_k);
+  rows(s.route_gamma, std::max(c.n_shared, 1));
+}
+
+}  // namespace
+
+Scratch Scratch::make(const ModelConfig& c, int64_t chunk) {
+  Scratch s;
+  s.chunk = chunk;
+  scratch_layout(s, c, chunk, [](auto& v, size_t n) { v.resize(n); });
   return s;
+}
+
+size_t Scratch::footprint(const ModelConfig& c, int64_t chunk) {
+  Scratch s;  // stays empty
+  size_t bytes = 0;
+  scratch_layout(s, c, chunk, [&](auto& v, size_t n) { bytes += n * sizeof(v[0]); });
+  return bytes;
 }
 
 namespace {

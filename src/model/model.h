@@ -27,7 +27,7 @@ struct Model {
 // Reusable activation buffers for chunks of up to `chunk` tokens (allocated once per session).
 struct Scratch {
   int64_t chunk = 0;
-  std::vector<float> x, a, q, k, v, r, att, br, g, u, h, y;
+  std::vector<float> x, a, q, k, v, r, att, br, g, u, y;
   std::vector<float> logits;  // [chunk, unpadded_vocab], batched head output; lazily sized
   std::vector<float> moe_in, moe_g, moe_u, moe_out;  // gathered rows of one expert's tokens
   std::vector<float> router_logits;                  // [chunk, E+S]
@@ -36,6 +36,8 @@ struct Scratch {
   std::vector<int32_t> expert_tokens;                // token slots grouped by expert
 
   static Scratch make(const ModelConfig& c, int64_t chunk);
+  // Bytes make() would allocate, computed without allocating (for `inspect`).
+  static size_t footprint(const ModelConfig& c, int64_t chunk);
 };
 
 // One sequence's share of a batched forward: `n` tokens appended to `state`. If `logits` is
