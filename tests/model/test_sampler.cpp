@@ -9,17 +9,14 @@
 #include <random>
 #include <set>
 
+#include "../common/random.h"
 #include "inkling/sampler.h"
 
 namespace inkling {
 namespace {
 
-std::vector<float> random_logits(size_t n, uint32_t seed, float scale = 3.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
+std::vector<float> random_logits(size_t n, uint32_t seed) {
+  return testing::randn(n, seed, 3.f);
 }
 
 // The allowed set by definition: sort everything, apply top-k, top-p (on the top-k mass), min-p.

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "../common/random.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
@@ -15,13 +16,7 @@
 namespace inkling {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing::randn;
 
 float max_abs(const std::vector<float>& v) {
   float m = 0;

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "../common/random.h"
 #include "base/dtype.h"
 #include "ops/matmul.h"
 #include "ops/matmul_hwy.h"
@@ -15,13 +16,7 @@
 namespace inkling {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing::randn;
 
 // A [rows, cols] weight of `dt` whose rows are `stride` elements apart (stride >= cols).
 struct Weight {

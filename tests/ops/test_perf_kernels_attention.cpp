@@ -7,19 +7,14 @@
 #include <random>
 #include <vector>
 
+#include "../common/random.h"
 #include "ops/attention.h"
 #include "ops/reference/reference.h"
 
 namespace inkling {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing::randn;
 
 struct Case {
   int nh, nkv, hd, d, R, W;  // W = 0: global
