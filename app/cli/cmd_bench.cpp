@@ -17,10 +17,16 @@
 #include "model/cost.h"
 #include "ops/attention.h"
 #include "ops/machine_hwy.h"
+#include "ops/quant_q4_bf16dot.h"
 
 namespace inkling::cli {
 
 namespace {
+
+// Which kernel decodes MLX affine 4-bit rows here (INKLING_NO_BF16DOT=1 selects the portable one).
+std::string q4_decode_kernel() {
+  return q4_bf16dot_enabled() ? "avx512-bf16" : "highway " + simd_target_name();
+}
 
 struct BenchArgs {
   std::string model_dir;
@@ -196,6 +202,7 @@ int run_bench(const BenchArgs& a) {
     nlohmann::json j = {{"model_dir", a.model_dir},
                         {"threads", a.threads},
                         {"simd_target", simd_target_name()},
+                        {"q4_decode_kernel", q4_decode_kernel()},
                         {"prompt_tokens", a.prompt},
                         {"gen_tokens", a.gen},
                         {"context", ctx0},
@@ -219,10 +226,11 @@ int run_bench(const BenchArgs& a) {
   }
   std::printf("model:     %s (%s)\n", a.model_dir.c_str(), info.layout.c_str());
   std::printf(
-      "machine:   %d threads, SIMD %s, read bandwidth %.1f GB/s (%.1f / %.1f before / after), "
+      "machine:   %d threads, SIMD %s (4-bit decode: %s), read bandwidth %.1f GB/s (%.1f / %.1f "
+      "before / after), "
       "FMA peak %.1f GFLOP/s (%.1f / %.1f)\n",
-      a.threads, simd_target_name().c_str(), bw, bw_before, bw_after, peak, peak_before,
-      peak_after);
+      a.threads, simd_target_name().c_str(), q4_decode_kernel().c_str(), bw, bw_before, bw_after,
+      peak, peak_before, peak_after);
   std::printf("decode cost at context %lld (bytes per token):\n%s",
               static_cast<long long>(ctx0 + a.gen / 2), dc.describe().c_str());
   std::printf("prefill cost per token (prompt %lld): %.2f GFLOP\n",

@@ -385,6 +385,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include "inkling/status.h"
 #include "ops/quant.h"
+#include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
 
@@ -394,6 +395,10 @@ HWY_EXPORT(TargetNameHere);
 void quant_matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                        int64_t r1, float* y, int64_t ldy) {
   INK_CHECK(w.format == WeightFormat::kAffine || w.format == WeightFormat::kNvfp4);
+  if (q4_bf16dot_enabled() && q4_bf16dot_handles(w, n_tok)) {
+    q4_bf16dot_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(QuantMatmulRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 

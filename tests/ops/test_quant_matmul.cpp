@@ -2,7 +2,8 @@
 // MLX affine 4/8-bit at groups 32/64/128 with bf16/f16/f32 scales (negative scales included),
 // NVFP4 with e4m3 block scales and scale2, odd row counts, 1..9 tokens, row-strided views
 // (every other row, as a de-interleaved gate/up half is) and column slices. Also dequant_row
-// against hand-built values.
+// against hand-built values. The AVX512-BF16 4-bit kernel is tested on its own where the CPU has
+// it, and the portable kernels with it switched off.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "ops/matmul.h"
 #include "ops/quant.h"
 #include "ops/quant_matmul.h"
+#include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
 namespace {
@@ -98,11 +100,19 @@ QMat make_nvfp4(int64_t rows, int64_t cols, int spread, std::mt19937& rng) {
   return q;
 }
 
-// Fused vs scalar twin for n_tok tokens with x of leading dimension ldx >= cols.
-void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::string& what) {
+// |scale| of group g in row r of an affine view.
+float abs_scale(const MatView& w, int64_t r, int64_t g) {
+  return std::fabs(load_as_f32(w.scale_dtype, w.scales, size_t(r * w.scale_stride + g)));
+}
+
+// Fused vs scalar twin for n_tok tokens with x of leading dimension ldx >= cols. `offset`: the
+// kernel sums (offset + q) * x per group and removes offset * s * sum(x) afterwards, so its f32
+// rounding scales with sum |x| (|w| + offset |s|) (0 for kernels that do not).
+void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::string& what,
+             float offset = 0.f, float x_scale = 1.f) {
   const int64_t ldx = w.cols + 3, ldy = w.rows + 1;
   std::vector<float> x(size_t(n_tok * ldx));
-  std::normal_distribution<float> nd(0.f, 1.f);
+  std::normal_distribution<float> nd(0.f, x_scale);
   for (auto& v : x) v = nd(rng);
   std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got), absw(got);
   quant_matmul_rows(x.data(), n_tok, ldx, w, 0, w.rows, got.data(), ldy);
@@ -113,7 +123,9 @@ void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::stri
     dequant_row(w, r, row.data());
     for (int64_t t = 0; t < n_tok; ++t) {
       double a = 0;
-      for (int64_t c = 0; c < w.cols; ++c) a += std::fabs(x[size_t(t * ldx + c)] * row[size_t(c)]);
+      for (int64_t c = 0; c < w.cols; ++c)
+        a += std::fabs(x[size_t(t * ldx + c)]) *
+             (std::fabs(row[size_t(c)]) + (offset > 0 ? offset * abs_scale(w, r, c / w.group) : 0));
       const size_t i = size_t(t * ldy + r);
       ASSERT_NEAR(got[i], want[i], 2e-6 * a + 1e-30) << what << " tok " << t << " row " << r;
     }
@@ -122,7 +134,14 @@ void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::stri
   for (int64_t t = 0; t < n_tok; ++t) ASSERT_EQ(got[size_t(t * ldy + w.rows)], -7.f) << what;
 }
 
+// Runs the portable (Highway) kernels for the rest of a test, even where the CPU has AVX512-BF16.
+struct PortableKernelsOnly {
+  PortableKernelsOnly() { set_q4_bf16dot_enabled(false); }
+  ~PortableKernelsOnly() { set_q4_bf16dot_enabled(true); }
+};
+
 TEST(QuantMatmul, AffineMatchesScalarTwin) {
+  PortableKernelsOnly portable;
   std::mt19937 rng(11);
   std::printf("[quant matmul] target %s\n", quant_matmul_target());
   for (int bits : {4, 8})
@@ -146,6 +165,7 @@ TEST(QuantMatmul, AffineMatchesScalarTwin) {
 // Wide 4-bit rows: several whole code vectors per row plus a partial one (the word-lane kernel's
 // main loop, its zero-padded tail and its 4-row / 2-row blocks with leftover rows).
 TEST(QuantMatmul, AffineWide4BitRows) {
+  PortableKernelsOnly portable;
   std::mt19937 rng(23);
   for (int group : {32, 64, 128})
     for (int64_t cols : {int64_t(1024), int64_t(1024 + 3 * 128)})
@@ -201,6 +221,7 @@ TEST(QuantMatmul, RowBandsAndSlicesMatchTheWhole) {
 // The dispatcher picks one target; run every compiled target this CPU supports (AVX3, AVX2,
 // SSE4, ... down to the emulated ones) through the same comparisons.
 TEST(QuantMatmul, EveryCompiledTarget) {
+  PortableKernelsOnly portable;
   std::mt19937 rng(14);
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   for (int64_t t : targets) {
@@ -219,6 +240,51 @@ TEST(QuantMatmul, EveryCompiledTarget) {
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
   EXPECT_FALSE(targets.empty());
+}
+
+// The AVX512-BF16 4-bit kernel (1 and 2 tokens): groups 8..256, rows with a partial code
+// vector, scale dtypes, strided rows, row and column slices, leftover rows of the 4-row blocks,
+// x spanning 12 orders of magnitude (the hi/lo split), and quant_matmul_rows routing to it.
+TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
+  if (!q4_bf16dot_available()) GTEST_SKIP() << "CPU without AVX512-BF16";
+  ASSERT_TRUE(q4_bf16dot_enabled());
+  std::mt19937 rng(31);
+  for (int group : {8, 16, 32, 64, 128, 256})
+    for (int64_t cols : {int64_t(256), int64_t(1024 + 256 + 3 * 64)})
+      for (DType sdt : {DType::BF16, DType::F16, DType::F32})
+        for (int64_t rows : {int64_t(1), int64_t(7), int64_t(13)})
+          for (int spread : {1, 2}) {
+            if (cols % group) continue;
+            QMat q = make_affine(rows, cols, 4, group, sdt, spread, rng);
+            ASSERT_TRUE(q4_bf16dot_handles(q.view, 1));
+            for (int64_t n_tok : {1, 2}) {
+              const std::string what = "bf16dot g" + std::to_string(group) + " cols " +
+                                       std::to_string(cols) + " " + dtype_name(sdt) + " rows " +
+                                       std::to_string(rows) + " spread " + std::to_string(spread) +
+                                       " tok " + std::to_string(n_tok);
+              compare(q.view, n_tok, rng, what, 16.f);
+              compare(q.view, n_tok, rng, what + " tiny x", 16.f, 1e-6f);
+              compare(q.view, n_tok, rng, what + " large x", 16.f, 1e6f);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+          }
+  QMat q = make_affine(9, 512, 4, 64, DType::BF16, 1, rng);
+  compare(slice_cols(q.view, 128, 256), 2, rng, "bf16dot column slice", 16.f);
+  compare(q.view.slice_rows(3, 5), 1, rng, "bf16dot row slice", 16.f);
+  EXPECT_FALSE(q4_bf16dot_handles(q.view, 3));  // prefill blocks stay on the portable kernels
+  QMat q8 = make_affine(3, 256, 8, 64, DType::BF16, 1, rng);
+  EXPECT_FALSE(q4_bf16dot_handles(q8.view, 1));
+  // Switched off, the same call gives the portable kernel's result, which differs in rounding.
+  std::vector<float> x(512), on(9), off(9);
+  for (auto& v : x) v = std::normal_distribution<float>(0.f, 1.f)(rng);
+  quant_matmul_rows(x.data(), 1, 512, q.view, 0, 9, on.data(), 9);
+  {
+    PortableKernelsOnly portable;
+    EXPECT_FALSE(q4_bf16dot_enabled());
+    quant_matmul_rows(x.data(), 1, 512, q.view, 0, 9, off.data(), 9);
+  }
+  EXPECT_TRUE(q4_bf16dot_enabled());
+  EXPECT_NE(on, off);
 }
 
 TEST(QuantDequant, AffineAndNvfp4ByHand) {

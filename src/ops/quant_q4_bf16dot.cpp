@@ -1,0 +1,283 @@
+// AVX512-BF16 kernel for MLX affine 4-bit products (see quant_q4_bf16dot.h for the method).
+//
+// Layout. A 512-bit code vector holds 16 u32 words = 128 columns; as 32 u16 lanes, lane 2k holds
+// columns 8k..8k+3 and lane 2k+1 columns 8k+4..8k+7 (low nibble first). Nibble j of every u16
+// lane, moved to bits 3..6 (one shift), masked and OR-ed with 0x4180 is the bf16 number 16 + q
+// (one VPTERNLOGD): in the binade [16, 32) bf16 steps by 1/8, so mantissa 8q is exactly 16 + q.
+// The smaller the offset, the less of f32's precision the accumulation spends on it: 16 keeps
+// the accumulated magnitude within ~3x of the unbiased sum's, where 128 would cost ~18x.
+// VDPBF16PS adds the products of u16 lanes 2k and 2k+1 into f32 lane k, so x is prepared once
+// per call as bf16 pairs (x[8k + j], x[8k + 4 + j]) per nibble step j, hi and lo parts apart.
+// f32 lane k of a block then holds columns of group (8k) / group only: groups below 128 columns
+// take their scale per lane (a permute of the row's scales), larger groups one broadcast scale.
+// Per group: s * sum((16 + q) x) + (b - 16 s) * sum(x) = sum((s q + b) x).
+#include "ops/quant_q4_bf16dot.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "base/dtype.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INKLING_HAVE_BF16DOT 1
+// GCC 12's AVX-512 headers build _mm512_undefined_*() from a self-initialised variable, which
+// -Wmaybe-uninitialized reports at every use of setzero/reduce once inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#else
+#define INKLING_HAVE_BF16DOT 0
+#endif
+
+namespace inkling {
+
+bool q4_bf16dot_handles(const MatView& w, int64_t n_tok) {
+  return n_tok <= 2 && w.format == WeightFormat::kAffine && w.bits == 4 && w.group >= 8 &&
+         (w.group & (w.group - 1)) == 0 && w.cols % w.group == 0;
+}
+
+namespace {
+
+std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the environment)
+
+#if INKLING_HAVE_BF16DOT
+
+#define INK_BF16DOT \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+
+// Tokens per pass. Each token costs one VDPBF16PS per 32 weights and the part, at 2 cycles per
+// instruction on Zen 4, does not amortise the unpacking beyond 2 tokens: from 3 tokens on, the
+// Highway kernel (one FMA per 16 weights and token) is faster, so callers send those there.
+constexpr int kMaxTok = 2;
+constexpr int64_t kXBlock = 256;  // prepared bf16 elements per 128 columns (4 steps x hi/lo x 32)
+
+// x of up to kMaxTok tokens in the kernel's order, plus per-group sums of hi + lo.
+struct Prepared {
+  std::vector<uint16_t> xq;  // [nt][xs]
+  std::vector<float> xsum;   // [nt][gs], zero padded
+  std::vector<float> sf;     // per-row scratch: kRowsMax scale rows + one bias row, gs each
+  int64_t xs = 0, gs = 0;
+};
+
+constexpr int kRowsMax = 4;
+
+void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, Prepared& p) {
+  const int64_t blocks = (cols + 127) / 128;
+  p.xs = blocks * kXBlock;
+  const int64_t ngroups = cols / group;
+  p.gs = ngroups + 16;
+  if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
+  if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
+  if (p.sf.size() < size_t((kRowsMax + 1) * p.gs)) p.sf.resize(size_t((kRowsMax + 1) * p.gs));
+  for (int t = 0; t < nt; ++t) {
+    const float* in = x + t * ldx;
+    uint16_t* o = p.xq.data() + t * p.xs;
+    float* xs = p.xsum.data() + t * p.gs;
+    for (int64_t g = 0; g < p.gs; ++g) xs[g] = 0.f;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 16; ++k)
+          for (int h = 0; h < 2; ++h) {  // u16 lane 2k + h: column 8k + 4h + j
+            const int64_t c = b * 128 + 8 * k + 4 * h + j;
+            uint16_t hi = 0, lo = 0;
+            if (c < cols) {
+              hi = f32_to_bf16(in[c]);
+              lo = f32_to_bf16(in[c] - bf16_to_f32(hi));
+              xs[c / group] += bf16_to_f32(hi) + bf16_to_f32(lo);
+            }
+            uint16_t* s = o + b * kXBlock + j * 64 + 2 * k + h;
+            s[0] = hi;
+            s[32] = lo;
+          }
+  }
+}
+
+// Row i's scales (f32, zero padded to gs) into s, and b - 16 s into bs.
+INK_BF16DOT void row_scales(const MatView& w, int64_t r, int64_t ngroups, int64_t gs, float* s,
+                            float* bs) {
+  const size_t ssz = dtype_size(w.scale_dtype);
+  const uint8_t* srow = w.scales + size_t(r * w.scale_stride) * ssz;
+  const uint8_t* brow = w.biases + size_t(r * w.scale_stride) * ssz;
+  if (w.scale_dtype == DType::BF16) {
+    const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
+    const uint16_t* b16 = reinterpret_cast<const uint16_t*>(brow);
+    for (int64_t g = 0; g < ngroups; g += 16) {
+      const int64_t n = std::min<int64_t>(16, ngroups - g);
+      const __mmask16 m = __mmask16((1u << n) - 1u);
+      const __m512 sv = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s16 + g)), 16));
+      const __m512 bv = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b16 + g)), 16));
+      _mm512_storeu_ps(s + g, sv);
+      _mm512_storeu_ps(bs + g, _mm512_fnmadd_ps(_mm512_set1_ps(16.f), sv, bv));
+    }
+  } else {
+    for (int64_t g = 0; g < ngroups; ++g) {
+      s[g] = load_as_f32(w.scale_dtype, srow, size_t(g));
+      bs[g] = load_as_f32(w.scale_dtype, brow, size_t(g)) - 16.f * s[g];
+    }
+  }
+  for (int64_t g = ngroups; g < gs; ++g) s[g] = bs[g] = 0.f;
+}
+
+// Starts loading row r's scales and biases.
+INK_BF16DOT inline void prefetch_scales(const MatView& w, int64_t r, int64_t ngroups) {
+  const size_t ssz = dtype_size(w.scale_dtype), off = size_t(r * w.scale_stride) * ssz;
+  for (size_t b = 0; b < size_t(ngroups) * ssz; b += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.scales + off + b), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w.biases + off + b), _MM_HINT_T0);
+  }
+}
+
+// Rows [r0, r1) in blocks of R rows for NT tokens.
+template <int NT, int R>
+INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int64_t r1, float* y,
+                             int64_t ldy) {
+  const int64_t ngroups = w.cols / w.group, gs = p.gs, xs = p.xs;
+  const int64_t W = w.cols / 8, WG = w.group / 8, B = std::max<int64_t>(16, WG);
+  int wg_shift = 0;
+  while ((int64_t(1) << wg_shift) < WG) ++wg_shift;
+  alignas(64) int32_t idx_arr[16];
+  for (int k = 0; k < 16; ++k) idx_arr[k] = k >> wg_shift;
+  const __m512i idx = _mm512_load_si512(idx_arr);
+  const __m512i nib = _mm512_set1_epi16(0x0078), magic = _mm512_set1_epi16(0x4180);
+  float* sfb = const_cast<float*>(p.sf.data());
+  for (int64_t rb = r0; rb < r1; rb += R) {
+    if constexpr (R > 1) {
+      if (rb + R > r1) {
+        rows_kernel<NT, 1>(p, w, rb, r1, y, ldy);
+        return;
+      }
+    }
+    const uint32_t* codes[R];
+    const char* ahead[R];  // the same row of the next block: prefetched as this one is read
+    float bias[R][NT];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+      codes[i] = reinterpret_cast<const uint32_t*>(w.row(rb + i));
+      const int64_t rn = std::min(rb + R + i, r1 - 1);
+      ahead[i] = reinterpret_cast<const char*>(w.row(rn));
+      prefetch_scales(w, rn, ngroups);
+      float* s = sfb + i * gs;
+      float* bs = sfb + kRowsMax * gs;
+      row_scales(w, rb + i, ngroups, gs, s, bs);
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+        const float* xsum = p.xsum.data() + t * gs;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t g = 0; g < ngroups; g += 16)
+          a = _mm512_fmadd_ps(_mm512_loadu_ps(bs + g), _mm512_loadu_ps(xsum + g), a);
+        bias[i][t] = _mm512_reduce_add_ps(a);
+      }
+    }
+    __m512 tot[R][NT];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] = _mm512_setzero_ps();
+    for (int64_t wb = 0; wb < W; wb += B) {
+      __m512 acc_h[R][NT], acc_l[R][NT];
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc_h[i][t] = acc_l[i][t] =
+              _mm512_setzero_ps();
+      const int64_t wend = std::min(wb + B, W);
+      for (int64_t wi = wb; wi < wend; wi += 16) {
+        __m512i cw[R];
+        if (wi + 16 <= W) {
+          _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+            cw[i] = _mm512_loadu_si512(codes[i] + wi);
+            _mm_prefetch(ahead[i] + 4 * wi, _MM_HINT_T0);
+          }
+        } else {  // masked: never reads past the row
+          const __mmask16 m = __mmask16((1u << (W - wi)) - 1u);
+          _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) cw[i] =
+              _mm512_maskz_loadu_epi32(m, codes[i] + wi);
+        }
+        const uint16_t* xb = p.xq.data() + (wi / 16) * kXBlock;
+#define INKLING_BF16DOT_STEP(J)                                                         \
+  {                                                                                     \
+    __m512i xh[NT], xl[NT];                                                             \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                              \
+      xh[t] = _mm512_loadu_si512(xb + t * xs + (J)*64);                                 \
+      xl[t] = _mm512_loadu_si512(xb + t * xs + (J)*64 + 32);                            \
+    }                                                                                   \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {                               \
+      const __m512i v =                                                                 \
+          (J) == 0 ? _mm512_slli_epi16(cw[i], 3) : _mm512_srli_epi16(cw[i], 4 * (J)-3); \
+      const __m512bh q = (__m512bh)_mm512_ternarylogic_epi32(v, nib, magic, 0xEA);      \
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                            \
+        acc_h[i][t] = _mm512_dpbf16_ps(acc_h[i][t], q, (__m512bh)xh[t]);                \
+        acc_l[i][t] = _mm512_dpbf16_ps(acc_l[i][t], q, (__m512bh)xl[t]);                \
+      }                                                                                 \
+    }                                                                                   \
+  }
+        INKLING_BF16DOT_STEP(0)
+        INKLING_BF16DOT_STEP(1)
+        INKLING_BF16DOT_STEP(2)
+        INKLING_BF16DOT_STEP(3)
+#undef INKLING_BF16DOT_STEP
+      }
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+        const float* s = sfb + i * gs + wb / WG;
+        const __m512 sv =
+            WG < 16 ? _mm512_permutexvar_ps(idx, _mm512_loadu_ps(s)) : _mm512_set1_ps(s[0]);
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] =
+            _mm512_fmadd_ps(_mm512_add_ps(acc_h[i][t], acc_l[i][t]), sv, tot[i][t]);
+      }
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) y[t * ldy + rb + i] =
+            _mm512_reduce_add_ps(tot[i][t]) + bias[i][t];
+  }
+}
+
+bool cpu_has_bf16dot() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+}
+
+#endif  // INKLING_HAVE_BF16DOT
+
+}  // namespace
+
+bool q4_bf16dot_available() {
+#if INKLING_HAVE_BF16DOT
+  static const bool has = cpu_has_bf16dot();
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool q4_bf16dot_enabled() {
+  int e = g_enabled.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* off = std::getenv("INKLING_NO_BF16DOT");
+    e = q4_bf16dot_available() && !(off && *off && std::strcmp(off, "0") != 0) ? 1 : 0;
+    g_enabled.store(e, std::memory_order_relaxed);
+  }
+  return e == 1;
+}
+
+void set_q4_bf16dot_enabled(bool on) {
+  g_enabled.store(on && q4_bf16dot_available() ? 1 : 0, std::memory_order_relaxed);
+}
+
+void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy) {
+#if INKLING_HAVE_BF16DOT
+  thread_local Prepared p;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+    const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
+    prepare(x + t0 * ldx, nt, ldx, w.cols, w.group, p);
+    float* yb = y + t0 * ldy;
+    if (nt == 1)
+      rows_kernel<1, 4>(p, w, r0, r1, yb, ldy);
+    else
+      rows_kernel<2, 2>(p, w, r0, r1, yb, ldy);
+  }
+#else
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
+#endif
+}
+
+}  // namespace inkling

@@ -1,0 +1,34 @@
+// MLX affine 4-bit products on CPUs with AVX512-BF16 (Zen 4, Sapphire Rapids and later): the
+// nibbles become bf16 (128 + q) in two integer instructions and VDPBF16PS multiplies them with x,
+// two columns per f32 lane. x is split into bf16 hi + lo parts (x - hi - lo is below 2^-17 |x|)
+// and both are multiplied, so the result keeps f32-level accuracy; the offset 16 is removed
+// through the group sums of x, folded into the bias term. Highway 1.0 has no bf16 dot target, so
+// this file uses x86 intrinsics behind a target attribute and a CPUID check; everywhere else
+// quant_matmul.cpp's Highway kernels run.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/matmul.h"
+
+namespace inkling {
+
+// True when this binary has the kernel and the CPU can run it.
+bool q4_bf16dot_available();
+
+// Whether quant_matmul_rows() takes this kernel for views it handles: available, and not turned
+// off by set_q4_bf16dot_enabled(false) or the environment variable INKLING_NO_BF16DOT=1 (for
+// A/B benchmarks and tests of the portable kernels).
+bool q4_bf16dot_enabled();
+void set_q4_bf16dot_enabled(bool on);
+
+// Affine 4-bit views with a power-of-two group of at least 8 columns, for 1 or 2 tokens (decode;
+// prefill blocks of 3+ tokens are faster in the Highway kernel).
+bool q4_bf16dot_handles(const MatView& w, int64_t n_tok);
+
+// y[t * ldy + r] = sum_c x[t * ldx + c] * W[r, c] for rows [r0, r1). Requires available() and
+// handles(w). Single-threaded.
+void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy);
+
+}  // namespace inkling
