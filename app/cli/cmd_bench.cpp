@@ -41,24 +41,34 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Bytes per weight element by role, from the checkpoint's bytes by dtype: plain float checkpoints
-// get their average; quantized ones (packed U8/U32 present) count non-expert weights as bf16.
-WeightBytes weight_bytes(const ModelConfig& c, const ModelInfo& info) {
-  const ParamCounts p = param_counts(c);
-  double total = 0;
-  bool quantized = false;
-  for (const auto& [dt, b] : info.bytes_by_dtype) {
-    total += double(b);
-    quantized |= dt == "U8" || dt == "U32";
-  }
+// Bytes per weight element by role, from the storage the engine bound (bytes and elements per
+// module group): exact for checkpoints that quantize some roles and keep others in bf16.
+WeightBytes weight_bytes(const ModelInfo& info) {
   WeightBytes wb;
-  if (!quantized || p.expert == 0) {
-    wb.dense = wb.expert = total / (p.expert + p.other);
-  } else {
-    wb.dense = 2.0;
-    wb.expert = (total - p.other * wb.dense) / p.expert;
+  const std::pair<const char*, double*> roles[] = {{"attention", &wb.attention},
+                                                   {"dense mlp", &wb.dense_mlp},
+                                                   {"router", &wb.router},
+                                                   {"routed experts", &wb.expert},
+                                                   {"shared experts", &wb.shared},
+                                                   {"lm_head", &wb.head},
+                                                   {"embed", &wb.embed}};
+  for (const auto& [group, out] : roles) {
+    double bytes = 0, elements = 0;
+    for (const ModelInfo::Storage& s : info.storage)
+      if (s.group == group) bytes += double(s.bytes), elements += double(s.elements);
+    if (elements > 0) *out = bytes / elements;
   }
   return wb;
+}
+
+nlohmann::json weight_bytes_json(const WeightBytes& wb) {
+  return {{"attention", wb.attention},
+          {"dense_mlp", wb.dense_mlp},
+          {"router", wb.router},
+          {"routed_experts", wb.expert},
+          {"shared_experts", wb.shared},
+          {"lm_head", wb.head},
+          {"embed", wb.embed}};
 }
 
 std::vector<int32_t> random_tokens(std::mt19937_64& rng, int64_t n, int64_t vocab) {
@@ -119,7 +129,7 @@ int run_bench(const BenchArgs& a) {
   std::shared_ptr<Engine> engine = loaded.value();
   const ModelConfig& c = cfg.value();
   const ModelInfo& info = engine->info();
-  const WeightBytes wb = weight_bytes(c, info);
+  const WeightBytes wb = weight_bytes(info);
   std::mt19937_64 rng(1234);
   auto log = [&](const char* msg) {
     if (!a.json) std::fprintf(stderr, "[bench] %s\n", msg);
@@ -218,8 +228,7 @@ int run_bench(const BenchArgs& a) {
                         {"decode_ratio", decode_ratio},
                         {"prefill_gflops", prefill_tok_s * flops / 1e9},
                         {"prefill_ratio", prefill_ratio},
-                        {"weight_bytes_dense", wb.dense},
-                        {"weight_bytes_expert", wb.expert},
+                        {"weight_bytes_per_element", weight_bytes_json(wb)},
                         {"projected", projected}};
     std::printf("%s\n", j.dump().c_str());
     return 0;

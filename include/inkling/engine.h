@@ -42,6 +42,7 @@ struct ModelInfo {
   struct Storage {
     std::string group, format;
     int64_t matrices = 0;
+    int64_t elements = 0;  // logical weights (rows x cols) of those matrices
     uint64_t bytes = 0;
   };
   std::vector<Storage> storage;

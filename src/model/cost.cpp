@@ -43,39 +43,24 @@ double small_layer_bytes(const ModelConfig& c, const LayerSpec& l, const LayerDi
 
 }  // namespace
 
-ParamCounts param_counts(const ModelConfig& c) {
-  ParamCounts p;
-  const double H = c.hidden;
-  p.other = 2.0 * double(c.vocab_size) * H;
-  for (const LayerSpec& l : c.layers) {
-    p.other += dims(c, l).attn_mac;
-    if (l.dense) {
-      p.other += 3.0 * double(c.dense_width) * H;
-    } else {
-      p.other += double(c.n_routed + c.n_shared) * H;
-      p.expert += double(c.n_routed + c.n_shared) * expert_mac(c);
-    }
-  }
-  return p;
-}
-
 TokenCost decode_cost(const ModelConfig& c, const WeightBytes& wb, int64_t context) {
   TokenCost t;
   const double H = c.hidden;
   for (const LayerSpec& l : c.layers) {
     const LayerDims d = dims(c, l);
-    t.attn_weight_bytes += d.attn_mac * wb.dense;
+    t.attn_weight_bytes += d.attn_mac * wb.attention;
     if (l.dense) {
-      t.mlp_weight_bytes += 3.0 * double(c.dense_width) * H * wb.dense;
+      t.mlp_weight_bytes += 3.0 * double(c.dense_width) * H * wb.dense_mlp;
     } else {
-      t.mlp_weight_bytes += double(c.n_routed + c.n_shared) * H * wb.dense;
-      t.mlp_weight_bytes += double(c.top_k + c.n_shared) * expert_mac(c) * wb.expert;
+      t.mlp_weight_bytes += double(c.n_routed + c.n_shared) * H * wb.router;
+      t.mlp_weight_bytes += double(c.top_k) * expert_mac(c) * wb.expert;
+      t.mlp_weight_bytes += double(c.n_shared) * expert_mac(c) * wb.shared;
     }
     t.small_bytes += small_layer_bytes(c, l, d);
     t.kv_bytes += 2.0 * d.kvw * 4.0 * keys_at(c, l, context);
     t.state_bytes += 2.0 * 4.0 * double(c.conv_k - 1) * (2 * d.kvw + 2 * H);
   }
-  t.head_bytes = (double(c.unpadded_vocab) + 1.0) * H * wb.dense;
+  t.head_bytes = double(c.unpadded_vocab) * H * wb.head + H * wb.embed;
   t.small_bytes += 4.0 * 2 * H;
   return t;
 }

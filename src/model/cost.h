@@ -10,11 +10,17 @@
 
 namespace inkling {
 
-// Bytes per stored weight element by role. Dense checkpoints use one value for both; quantized
-// ones (MLX affine experts, NVFP4 experts) have cheaper experts, scales and biases included.
+// Bytes per stored weight element by role (bf16 = 2; quantized formats count their scales and
+// biases too), as bound from the checkpoint: ModelInfo::storage gives bytes and elements per
+// module group, so a checkpoint that quantizes some roles and not others is costed exactly.
 struct WeightBytes {
-  double dense = 2.0;   // attention, dense MLP, router, lm_head, embedding (bf16 = 2)
-  double expert = 2.0;  // routed and shared expert matrices
+  double attention = 2.0;  // q/k/v/r/o projections
+  double dense_mlp = 2.0;  // dense SwiGLU layers
+  double router = 2.0;
+  double expert = 2.0;  // routed experts
+  double shared = 2.0;  // shared experts
+  double head = 2.0;    // lm_head
+  double embed = 2.0;   // one embedding row per token
 };
 
 struct TokenCost {
@@ -40,13 +46,5 @@ TokenCost decode_cost(const ModelConfig& c, const WeightBytes& wb, int64_t conte
 
 // FLOPs per token of prefilling a fresh prompt of `prompt` tokens (logits of the last only).
 TokenCost prefill_cost(const ModelConfig& c, int64_t prompt);
-
-// Number of weight elements: everything the expert matrices hold (all E routed + S shared,
-// every MoE layer) and everything else that is a matrix (attention, dense MLP, router, embed,
-// lm_head at the padded vocabulary). Used to turn checkpoint bytes into WeightBytes.
-struct ParamCounts {
-  double expert = 0, other = 0;
-};
-ParamCounts param_counts(const ModelConfig& c);
 
 }  // namespace inkling

@@ -69,6 +69,7 @@ void storage_table(const Model& m, ModelInfo* info) {
     e.group = group;
     e.format = format_name(v);
     e.matrices += 1;
+    e.elements += v.rows * v.cols;
     e.bytes += view_bytes(v);
   };
   auto add_glu = [&](const char* group, const SwiGluWeights& g) {
