@@ -28,8 +28,8 @@ void scratch_layout(Scratch& s, const ModelConfig& c, int64_t chunk, F&& f) {
   auto rows = [&](auto& v, int64_t width) { f(v, size_t(chunk * width)); };
   rows(s.x, H), rows(s.a, H), rows(s.br, H), rows(s.y, H);
   rows(s.q, qw), rows(s.att, qw), rows(s.k, kvw), rows(s.v, kvw), rows(s.r, rw);
-  rows(s.g, mw), rows(s.u, mw);
-  rows(s.moe_in, H), rows(s.moe_out, H), rows(s.moe_g, I), rows(s.moe_u, I);
+  rows(s.gu, 2 * mw);
+  rows(s.moe_in, H), rows(s.moe_out, H), rows(s.moe_gu, 2 * I);
   rows(s.router_logits, c.n_routed + c.n_shared);
   rows(s.route_idx, c.top_k), rows(s.route_w, c.top_k), rows(s.expert_tokens, c.top_k);
   rows(s.route_gamma, std::max(c.n_shared, 1));
@@ -102,7 +102,7 @@ void attention_block(const ModelConfig& c, int layer, const AttentionWeights& w,
 void dense_block(const ModelConfig& c, const LayerWeights& w, const float* m, int64_t T, Scratch& s,
                  float* out, ThreadPool* pool) {
   const int64_t H = c.hidden, W = c.dense_width;
-  swiglu(w.dense, m, T, H, W, s.g.data(), s.u.data(), nullptr, 0, out, pool);
+  swiglu(w.dense, m, T, H, W, s.gu.data(), nullptr, 0, out, pool);
   for (int64_t i = 0; i < T * H; ++i) out[i] *= w.dense_scale;
 }
 

@@ -27,13 +27,13 @@ struct Model {
 // Reusable activation buffers for chunks of up to `chunk` tokens (allocated once per session).
 struct Scratch {
   int64_t chunk = 0;
-  std::vector<float> x, a, q, k, v, r, att, br, g, u, y;
+  std::vector<float> x, a, q, k, v, r, att, br, gu, y;  // gu: [chunk, 2 x MLP width]
   std::vector<float> logits;  // [chunk, unpadded_vocab], batched head output; lazily sized
-  std::vector<float> moe_in, moe_g, moe_u, moe_out;  // gathered rows of one expert's tokens
-  std::vector<float> router_logits;                  // [chunk, E+S]
-  std::vector<int32_t> route_idx;                    // [chunk, k]
-  std::vector<float> route_w, route_gamma;           // [chunk, k], [chunk, S]
-  std::vector<int32_t> expert_tokens;                // token slots grouped by expert
+  std::vector<float> moe_in, moe_gu, moe_out;  // gathered rows of one expert's tokens
+  std::vector<float> router_logits;            // [chunk, E+S]
+  std::vector<int32_t> route_idx;              // [chunk, k]
+  std::vector<float> route_w, route_gamma;     // [chunk, k], [chunk, S]
+  std::vector<int32_t> expert_tokens;          // token slots grouped by expert
 
   static Scratch make(const ModelConfig& c, int64_t chunk);
   // Bytes make() would allocate, computed without allocating (for `inspect`).

@@ -9,20 +9,31 @@
 
 namespace inkling {
 
-void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* g,
-            float* u, const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool) {
-  matmul(x, T, H, w.gate, g, W, pool);
-  matmul(x, T, H, w.up, u, W, pool);
+void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* gu,
+            const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool) {
+  // Row t of gu holds gate and up of token t: interleaved (g0 u0 g1 u1 ...) or as halves.
+  MatView whole;
+  bool interleaved = false;
+  if (join_halves(w.gate, w.up, &whole, &interleaved)) {
+    matmul(x, T, H, whole, gu, 2 * W, pool);
+  } else {
+    matmul(x, T, H, w.gate, gu, 2 * W, pool);
+    matmul(x, T, H, w.up, gu + W, 2 * W, pool);
+  }
+  // h[t, i] = silu(g) * u, written over gu in place as [T, W]: position t * W + i never passes
+  // the unread pairs at t * 2W + 2i or t * 2W + W + i.
+  const int64_t gs = interleaved ? 2 : 1, uoff = interleaved ? 1 : W;
   for (int64_t t = 0; t < T; ++t) {
-    float* gt = g + t * W;
-    const float* ut = u + t * W;
-    for (int64_t i = 0; i < W; ++i) gt[i] = gt[i] / (1.f + std::exp(-gt[i])) * ut[i];
-    if (row_scale) {
-      const float sc = row_scale[t * scale_stride];
-      for (int64_t i = 0; i < W; ++i) gt[i] *= sc;
+    const float* row = gu + t * 2 * W;
+    float* h = gu + t * W;
+    const float sc = row_scale ? row_scale[t * scale_stride] : 1.f;
+    for (int64_t i = 0; i < W; ++i) {
+      const float g = row[i * gs], u = row[i * gs + uoff];
+      const float v = g / (1.f + std::exp(-g)) * u;
+      h[i] = row_scale ? v * sc : v;
     }
   }
-  matmul(g, T, W, w.down, out, H, pool);
+  matmul(gu, T, W, w.down, out, H, pool);
 }
 
 namespace {
@@ -53,8 +64,8 @@ void experts(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t 
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(s.moe_in.data() + i * H, m + (s.expert_tokens[size_t(i)] / k) * H,
                   size_t(H) * sizeof(float));
-    swiglu(w.routed[size_t(e)], s.moe_in.data(), n, H, I, s.moe_g.data(), s.moe_u.data(), nullptr,
-           0, s.moe_out.data(), pool);
+    swiglu(w.routed[size_t(e)], s.moe_in.data(), n, H, I, s.moe_gu.data(), nullptr, 0,
+           s.moe_out.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       const int32_t slot = s.expert_tokens[size_t(i)];
       const float wt = s.route_w[size_t(slot)];
@@ -73,8 +84,7 @@ void combine(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t 
   float* shared = s.y.data();
   for (int64_t e = 0; e < S; ++e) {
     float* dst = e == 0 ? shared : s.moe_out.data();
-    swiglu(w.shared[size_t(e)], m, T, H, I, s.g.data(), s.u.data(), s.route_gamma.data() + e, S,
-           dst, pool);
+    swiglu(w.shared[size_t(e)], m, T, H, I, s.gu.data(), s.route_gamma.data() + e, S, dst, pool);
     if (e > 0)
       for (int64_t i = 0; i < T * H; ++i) shared[i] += dst[i];
   }

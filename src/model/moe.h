@@ -7,10 +7,11 @@
 
 namespace inkling {
 
-// out[T, H] = down( silu(gate x) * (up x) * row_scale[t] ); g, u: scratch [T, W].
-// row_scale may be null (no scaling) and is read with stride `scale_stride`.
-void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* g,
-            float* u, const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool);
+// out[T, H] = down( silu(gate x) * (up x) * row_scale[t] ); gu: scratch [T, 2W]. Gate and up
+// halves of one fused tensor run as one product over the whole tensor (one read stream, one
+// dispatch). row_scale may be null (no scaling) and is read with stride `scale_stride`.
+void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* gu,
+            const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool);
 
 void moe_block(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
                float* out, ThreadPool* pool);

@@ -52,6 +52,12 @@ struct MatView {
   }
 };
 
+// If a and b are the two halves of one stored matrix (a fused gate/up tensor), sets *whole to
+// that matrix (2 * a.rows rows, one read stream instead of two) and returns true: rows
+// interleaved (a = even rows, b = odd rows; *interleaved = true) or stacked (b's rows follow a's).
+// Decided from pointers and strides alone, so it holds for any two views it accepts.
+bool join_halves(const MatView& a, const MatView& b, MatView* whole, bool* interleaved);
+
 // y[t * ldy + r] for t < n_tok, r < w.rows, from x[t * ldx + c]. Splits rows over `pool`.
 void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float* y, int64_t ldy,
             ThreadPool* pool);

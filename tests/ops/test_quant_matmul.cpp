@@ -287,6 +287,65 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
   EXPECT_NE(on, off);
 }
 
+// Halves of one fused gate/up tensor join back into the whole: interleaved and stacked, dense
+// and quantized; rows of the joined product equal the halves' products bit for bit. Views that
+// are not halves of one matrix are refused.
+TEST(QuantMatmul, JoinHalvesOfFusedTensors) {
+  std::mt19937 rng(41);
+  auto halves = [](const MatView& m, bool interleaved, MatView* a, MatView* b) {
+    const int64_t n = m.rows / 2;
+    if (!interleaved) {
+      *a = m.slice_rows(0, n), *b = m.slice_rows(n, n);
+      return;
+    }
+    *a = m, *b = m.slice_rows(1, m.rows - 1);
+    a->rows = b->rows = n;
+    a->row_stride = b->row_stride = 2 * m.row_stride;
+    a->scale_stride = b->scale_stride = 2 * m.scale_stride;
+  };
+  std::vector<uint16_t> dense(size_t(12 * 96));
+  for (auto& v : dense) v = f32_to_bf16(std::normal_distribution<float>(0.f, 1.f)(rng));
+  MatView d;
+  d.dtype = DType::BF16, d.data = reinterpret_cast<const uint8_t*>(dense.data());
+  d.rows = 12, d.cols = 96, d.row_stride = 96;
+  QMat q = make_affine(12, 256, 4, 64, DType::BF16, 1, rng);
+  QMat n = make_nvfp4(12, 64, 1, rng);
+  for (const MatView* m : {&d, &q.view, &n.view})
+    for (bool inter : {true, false}) {
+      MatView a, b, whole;
+      halves(*m, inter, &a, &b);
+      bool got_inter = !inter;
+      ASSERT_TRUE(join_halves(a, b, &whole, &got_inter)) << inter;
+      EXPECT_EQ(got_inter, inter);
+      EXPECT_EQ(whole.rows, m->rows);
+      EXPECT_EQ(whole.row_stride, m->row_stride);
+      EXPECT_EQ(whole.scale_stride, m->scale_stride);
+      std::vector<float> x(size_t(2 * m->cols)), yw(size_t(2 * m->rows)), ya(12), yb(12);
+      for (auto& v : x) v = std::normal_distribution<float>(0.f, 1.f)(rng);
+      matmul_rows(x.data(), 2, m->cols, whole, 0, whole.rows, yw.data(), m->rows);
+      matmul_rows(x.data(), 2, m->cols, a, 0, 6, ya.data(), 6);
+      matmul_rows(x.data(), 2, m->cols, b, 0, 6, yb.data(), 6);
+      for (int t = 0; t < 2; ++t)
+        for (int i = 0; i < 6; ++i) {
+          const int64_t ra = inter ? 2 * i : i, rb = inter ? 2 * i + 1 : 6 + i;
+          EXPECT_EQ(yw[size_t(t * 12 + ra)], ya[size_t(t * 6 + i)]) << t << " " << i;
+          EXPECT_EQ(yw[size_t(t * 12 + rb)], yb[size_t(t * 6 + i)]) << t << " " << i;
+        }
+      // Refused: the same half twice, halves swapped (interleaved), a gap, another dtype.
+      bool dummy;
+      EXPECT_FALSE(join_halves(a, a, &whole, &dummy));
+      if (inter) {
+        EXPECT_FALSE(join_halves(b, a, &whole, &dummy));
+      }
+      MatView gap = b;
+      gap.data += m->format == WeightFormat::kDense ? 2 * 96 * 2 : 2 * m->row_stride;
+      EXPECT_FALSE(join_halves(a, gap, &whole, &dummy));
+      MatView other = b;
+      other.dtype = m->dtype == DType::BF16 ? DType::F16 : DType::BF16;
+      EXPECT_FALSE(join_halves(a, other, &whole, &dummy));
+    }
+}
+
 TEST(QuantDequant, AffineAndNvfp4ByHand) {
   // Affine 4-bit, group 32: row 0 codes 0..15 twice, scale -0.5, bias 2.
   std::vector<uint8_t> codes(16), sc(2 * 2), bi(2 * 2);
