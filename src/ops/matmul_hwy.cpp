@@ -87,9 +87,7 @@ constexpr int kNR = 8;  // 32 zmm registers: 16 accumulators + 2 x vectors + bro
 #else
 constexpr int kNR = 6;  // 16 registers: 12 accumulators + 2 x vectors + a broadcast
 #endif
-constexpr int64_t kKc = 256;
-constexpr bool kPrefetchRuns = true;  // measured: neutral to +3% at 512 tokens  // columns per
-                                      // tile: an x^T block of 256 x T floats stays in L2
+constexpr int64_t kKc = 256;  // columns per tile: an x^T block of 256 x T floats stays in L2
 
 // acc[j][m] (+)= sum_k wt[j * ldw + k] * xt[k * ldt + m * N], k < kc; stored into ct rows ldc
 // apart. `first` starts from zero instead of the partial sums in ct.
@@ -181,7 +179,7 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, 
       // follow. Request the next group's runs now; the micro-kernel below hides their latency.
       const int64_t rn = rr + kNR < nrows ? rr + kNR : (k0 + kKc < K ? 0 : nrows);
       const int64_t kn = rr + kNR < nrows ? k0 : k0 + kKc;
-      for (int64_t j = rn; kPrefetchRuns && j < std::min<int64_t>(rn + kNR, nrows); ++j) {
+      for (int64_t j = rn; j < std::min<int64_t>(rn + kNR, nrows); ++j) {
         const auto* run = reinterpret_cast<const uint8_t*>(w + (r0 + j) * ld + kn);
         for (int64_t b = 0; b < std::min(kKc, K - kn) * int64_t(sizeof(WT)); b += 64)
           hwy::Prefetch(run + b);
