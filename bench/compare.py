@@ -5,7 +5,7 @@
         [--gen-tokens 8] [--dtypes bf16,f32] [--inkling build-perf/inkling]
 
 Loads the OG (`model.llm.*`) slice into transformers' InklingForCausalLM (renames and gate/up
-de-interleave from tools/make_fixtures.py, tensor by tensor, no f32 copy of a bf16 model), times
+de-interleave from tools/og_layout.py, tensor by tensor, no f32 copy of a bf16 model), times
 prefill of random ids and cached greedy decode on CPU with the same thread count, then prints our
 speed-up over each. A dtype whose weights do not fit in memory is skipped with a note (f32 needs
 2x the checkpoint size). MLX is not compared here (no mlx-cpu wheel on this machine).
@@ -43,7 +43,7 @@ def load_hf(model_dir: Path, dtype):
     from transformers import InklingForCausalLM
 
     sys.path.insert(0, str(ROOT / "tools"))
-    import make_fixtures as mf  # the OG <-> HF converter the fixtures use
+    import og_layout as mf  # the OG <-> HF converter the fixtures use
 
     og_cfg = json.loads((model_dir / "config.json").read_text())
     tc = mf.text_config_from_og(og_cfg)
@@ -123,7 +123,9 @@ def main(argv=None) -> int:
             rows.append((f"transformers {name}", {"skipped": f"needs ~{need / 1e9:.0f} GB, {avail / 1e9:.0f} GB free"}))
             continue
         model = load_hf(a.model, dtype)
-        rows.append((f"transformers {name} (eager, CPU)", time_hf(model, a)))
+        impl = getattr(model.config, "_attn_implementation", None) or "default"
+        experts = getattr(model.config, "_experts_implementation", None) or "default"
+        rows.append((f"transformers {name} (attn {impl}, experts {experts})", time_hf(model, a)))
         del model
         avail = mem_available()
 
