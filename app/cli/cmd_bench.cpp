@@ -161,6 +161,10 @@ int run_bench(const BenchArgs& a) {
 
   // Fill the cache to the requested context (untimed, synthetic keys/values: running 32k tokens
   // through the model first would take far longer than the measurement), then decode.
+  // Room for every timed step now: a cache filled to exactly 2^k positions would otherwise
+  // double (copying it) inside the timed decode, a cost real generation pays once per doubling.
+  if (Status st = session->reserve(std::max(a.context, session->position()) + a.gen); !st.ok())
+    return fail(st.message());
   if (a.context > session->position()) {
     log("filling the cache to the requested context");
     if (Status st = session->fast_forward(a.context - session->position(), 7); !st.ok())

@@ -97,6 +97,9 @@ class Session {
   // caches without running the model, so long-context decode can be timed without a long
   // prefill. The sequence is meaningless afterwards; respects the context limit.
   Status fast_forward(int64_t n, uint64_t seed);
+  // Allocates the KV caches for `positions` tokens in total now (they otherwise grow by
+  // doubling, which copies the cache once per doubling). Never shrinks; respects the limit.
+  Status reserve(int64_t positions);
   std::shared_ptr<const SessionSnapshot> snapshot() const;
   void restore(const SessionSnapshot& snap);
   void reset();

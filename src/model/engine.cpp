@@ -326,6 +326,14 @@ Status Session::fast_forward(int64_t n, uint64_t seed) {
   return Status::success();
 }
 
+Status Session::reserve(int64_t positions) {
+  if (impl_->max_context > 0 && positions > impl_->max_context)
+    return Status::error("[session] reserve: " + std::to_string(positions) + " positions > " +
+                         "context limit " + std::to_string(impl_->max_context));
+  for (LayerCache& l : impl_->state.layers) l.reserve(positions);
+  return Status::success();
+}
+
 std::span<const float> Session::last_logits() const {
   return impl_->logits;
 }

@@ -143,6 +143,31 @@ TEST_F(SessionTest, FastForwardFillsCachesForBenchmarks) {
   EXPECT_EQ(s->position(), 105);
 }
 
+TEST_F(SessionTest, ReserveChangesNoResultAndRespectsTheLimit) {
+  auto e = load(16);
+  auto plain = e->new_session(), reserved = e->new_session();
+  ASSERT_TRUE(reserved->reserve(300).ok());
+  EXPECT_EQ(reserved->position(), 0);
+  const std::span<const int32_t> p(prompt_.data(), prompt_.size());
+  auto copy = [](std::span<const float> v) { return std::vector<float>(v.begin(), v.end()); };
+  auto a = plain->prefill(p);
+  ASSERT_TRUE(a.ok());
+  const std::vector<float> want = copy(a.value());
+  auto b = reserved->prefill(p);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(copy(b.value()), want);
+  for (int i = 0; i < 3; ++i) {
+    auto x = plain->decode(prompt_[size_t(i)]);
+    ASSERT_TRUE(x.ok());
+    const std::vector<float> xv = copy(x.value());
+    auto y = reserved->decode(prompt_[size_t(i)]);
+    ASSERT_TRUE(y.ok());
+    EXPECT_EQ(copy(y.value()), xv) << i;
+  }
+  EXPECT_FALSE(reserved->reserve(5000).ok());  // past the fixture's 4096 positions
+  EXPECT_TRUE(reserved->reserve(10).ok());     // never shrinks, never fails below the size
+}
+
 TEST_F(SessionTest, BatchedStepMatchesSeparateSessions) {
   auto e = load(8);  // small chunk: long inputs span several passes mixed with other sessions
   const int64_t V = e->info().unpadded_vocab;
