@@ -99,6 +99,23 @@ HWY_INLINE void Dot4(DF df, const float* x, const WT* w0, const WT* w1, const WT
   out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
 }
 
+// One row with Dot4's arithmetic (even / odd vector chunks in two sums), so a row's result does
+// not depend on whether it fell in a group of 4.
+template <typename WT>
+HWY_INLINE float Dot1Like4(DF df, const float* x, const WT* w, int64_t n) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  VF a = hn::Zero(df), b = a;
+  int64_t c = 0;
+  for (; c + 2 * N <= n; c += 2 * N) {
+    a = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a);
+    b = hn::MulAdd(LoadW(df, w + c + N), hn::LoadU(df, x + c + N), b);
+  }
+  for (; c + N <= n; c += N) a = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a);
+  float s = Sum(df, hn::Add(a, b));
+  for (; c < n; ++c) s += x[c] * ScalarW(w, c);
+  return s;
+}
+
 template <typename WT>
 void MatvecT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, int64_t cols,
              int64_t r0, int64_t r1, float* y, int64_t ldy) {
@@ -118,7 +135,9 @@ void MatvecT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld
     }
   }
   for (; r < r1; ++r)
-    for (int64_t t = 0; t < n_tok; ++t) y[t * ldy + r] = Dot1(df, x + t * ldx, w + r * ld, cols);
+    for (int64_t t = 0; t < n_tok; ++t)
+      y[t * ldy + r] = n_tok > 1 ? Dot1Like4(df, x + t * ldx, w + r * ld, cols)
+                                 : Dot1(df, x + t * ldx, w + r * ld, cols);
 }
 
 void MatvecRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
