@@ -59,11 +59,24 @@ struct Prepared {
   std::vector<float> xsum;   // [nt][gs], zero padded
   std::vector<float> sf;     // per-row scratch: kRowsMax scale rows + one bias row, gs each
   int64_t xs = 0, gs = 0;
+  // What xq / xsum were made from: consecutive products with the same activations (gate and up,
+  // every expert a decoded token visits) reuse them; a copy is compared, never a pointer.
+  std::vector<float> src;
+  int nt = 0;
+  int64_t cols = 0, group = 0;
 };
 
 constexpr int kRowsMax = 4;
 
 void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, Prepared& p) {
+  const size_t n = size_t(cols);
+  bool same = p.nt == nt && p.cols == cols && p.group == group;
+  for (int t = 0; same && t < nt; ++t)
+    same = std::memcmp(p.src.data() + size_t(t) * n, x + t * ldx, n * sizeof(float)) == 0;
+  if (same) return;
+  p.nt = nt, p.cols = cols, p.group = group;
+  if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
+  for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
   const int64_t blocks = (cols + 127) / 128;
   p.xs = blocks * kXBlock;
   const int64_t ngroups = cols / group;

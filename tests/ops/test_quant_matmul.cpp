@@ -285,6 +285,14 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
   }
   EXPECT_TRUE(q4_bf16dot_enabled());
   EXPECT_NE(on, off);
+  // The same buffer with one value changed is prepared again (prepared x is reused only for
+  // identical contents): the changed column moves every output by w[r, c] * delta.
+  std::vector<float> again(9), want(9);
+  x[77] += 1.f;
+  quant_matmul_rows(x.data(), 1, 512, q.view, 0, 9, again.data(), 9);
+  quant_matmul_rows_ref(x.data(), 1, 512, q.view, 0, 9, want.data(), 9);
+  for (int r = 0; r < 9; ++r) EXPECT_NEAR(again[size_t(r)], want[size_t(r)], 1e-4f) << r;
+  EXPECT_NE(again, on);
 }
 
 // Halves of one fused gate/up tensor join back into the whole: interleaved and stacked, dense
