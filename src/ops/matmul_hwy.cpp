@@ -157,7 +157,7 @@ constexpr int kNR = 8;  // 32 zmm registers: 16 accumulators + 2 x vectors + bro
 #else
 constexpr int kNR = 6;  // 16 registers: 12 accumulators + 2 x vectors + a broadcast
 #endif
-constexpr int64_t kKc = 256;  // columns per tile: an x^T block of 256 x T floats stays in L2
+constexpr int64_t kKc = kGemmTileColumns;  // an x^T block of 256 x T floats stays in L2
 
 // acc[j][m] (+)= sum_k wt[j * ldw + k] * xt[k * ldt + m * N], k < kc; stored into ct rows ldc
 // apart. `first` starts from zero instead of the partial sums in ct.
@@ -223,9 +223,80 @@ void WidenTile(DF df, const uint16_t* w, int64_t ld, int64_t r, int nr, int64_t 
   }
 }
 
+// Where the gemm's weight tiles come from. A source gives rows [r, r + nr) x packed columns
+// [k0, k0 + kc) as f32 (its own storage or a buffer it fills), the original column of packed
+// column k (x^T is packed in the same order), and the bytes of a row run to prefetch.
 template <typename WT>
-void GemmT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, int64_t K,
-           int64_t r0, int64_t r1, float* y, int64_t ldy) {
+struct DenseTiles {  // f32 rows used in place; bf16 widened once per tile
+  const WT* w;
+  int64_t ld;
+  int64_t col(int64_t k) const { return k; }
+  const uint8_t* run(int64_t r, int64_t k0) const {
+    return reinterpret_cast<const uint8_t*>(w + r * ld + k0);
+  }
+  int64_t run_bytes(int64_t kc) const { return kc * int64_t(sizeof(WT)); }
+  const float* tile(DF df, int64_t r, int nr, int64_t k0, int64_t kc, float* buf,
+                    int64_t* ldw) const {
+    if constexpr (sizeof(WT) == 2) {
+      WidenTile(df, w, ld, r, nr, k0, kc, buf);
+      *ldw = kc;
+      return buf;
+    } else {
+      *ldw = ld;
+      return w + r * ld + k0;
+    }
+  }
+};
+
+// MLX affine 4-bit rows dequantized once per tile (s * q + b, f32). Packed column order is the
+// code words' lane order: within each block of 8N columns, packed column j * N + l is original
+// column 8l + j, so nibble j of N words is one shift + mask + convert and one contiguous store.
+// Needs group % 8 == 0 and K a multiple of 8N (q4_gemm_supported).
+struct Affine4Tiles {
+  const inkling::MatView* w;
+  int64_t N;
+  int64_t col(int64_t k) const {
+    const int64_t b = k / (8 * N) * (8 * N), j = (k - b) / N, l = (k - b) % N;
+    return b + 8 * l + j;
+  }
+  const uint8_t* run(int64_t r, int64_t k0) const { return w->row(r) + k0 / 2; }
+  int64_t run_bytes(int64_t kc) const { return kc / 2; }
+  const float* tile(DF df, int64_t r, int nr, int64_t k0, int64_t kc, float* buf,
+                    int64_t* ldw) const {
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const size_t ssz = dtype_size(w->scale_dtype);
+    alignas(64) float sc[hn::MaxLanes(df)] = {}, bi[hn::MaxLanes(df)] = {};
+    for (int i = 0; i < nr; ++i) {
+      const uint32_t* words = reinterpret_cast<const uint32_t*>(w->row(r + i)) + k0 / 8;
+      const uint8_t* srow = w->scales + size_t((r + i) * w->scale_stride) * ssz;
+      const uint8_t* brow = w->biases + size_t((r + i) * w->scale_stride) * ssz;
+      float* dst = buf + i * kc;
+      for (int64_t v = 0; v < kc; v += 8 * N) {
+        for (int64_t l = 0; l < N; ++l) {  // lane l: original columns k0 + v + 8l .. + 7
+          const size_t g = size_t((k0 + v + 8 * l) / w->group);
+          sc[l] = load_as_f32(w->scale_dtype, srow, g);
+          bi[l] = load_as_f32(w->scale_dtype, brow, g);
+        }
+        const VF vs = hn::Load(df, sc), vb = hn::Load(df, bi);
+        const auto cw = hn::LoadU(du, words + v / 8);
+        const auto m15 = hn::Set(du, 15u);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+          const auto q = hn::And(hn::ShiftRightSame(cw, 4 * j), m15);
+          const VF qf = hn::ConvertTo(df, hn::BitCast(di, q));
+          hn::StoreU(hn::MulAdd(qf, vs, vb), df, dst + v + j * N);
+        }
+      }
+    }
+    *ldw = kc;
+    return buf;
+  }
+};
+
+template <class Src>
+void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K, int64_t r0,
+           int64_t r1, float* y, int64_t ldy) {
   const DF df;
   const int64_t N = int64_t(hn::Lanes(df));
   const int64_t Tp = (n_tok + N - 1) / N * N, nrows = r1 - r0;
@@ -233,12 +304,15 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, 
   if (xt.size() < size_t(K * Tp)) xt.resize(size_t(K * Tp));
   if (ct.size() < size_t(nrows * Tp)) ct.resize(size_t(nrows * Tp));
   if (wt.size() < size_t(kNR * kKc)) wt.resize(size_t(kNR * kKc));
-  // x^T: [K, Tp], zero-padded tokens; 8 tokens at a time keeps the writes contiguous.
+  // x^T: [K, Tp] in the source's column order, zero-padded tokens; 8 tokens at a time keeps the
+  // writes contiguous.
+  // (Tp is a multiple of the lane count only: with 4 lanes the last group may be narrower than 8.)
   for (int64_t t0 = 0; t0 < Tp; t0 += 8) {
-    const int64_t tn = std::min<int64_t>(8, n_tok - t0);
+    const int64_t tn = std::min<int64_t>(8, n_tok - t0), tw = std::min<int64_t>(8, Tp - t0);
     for (int64_t k = 0; k < K; ++k) {
       float* dst = xt.data() + k * Tp + t0;
-      for (int64_t i = 0; i < 8; ++i) dst[i] = i < tn ? x[(t0 + i) * ldx + k] : 0.f;
+      const int64_t c = src.col(k);
+      for (int64_t i = 0; i < tw; ++i) dst[i] = i < tn ? x[(t0 + i) * ldx + c] : 0.f;
     }
   }
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
@@ -250,18 +324,12 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, 
       const int64_t rn = rr + kNR < nrows ? rr + kNR : (k0 + kKc < K ? 0 : nrows);
       const int64_t kn = rr + kNR < nrows ? k0 : k0 + kKc;
       for (int64_t j = rn; j < std::min<int64_t>(rn + kNR, nrows); ++j) {
-        const auto* run = reinterpret_cast<const uint8_t*>(w + (r0 + j) * ld + kn);
-        for (int64_t b = 0; b < std::min(kKc, K - kn) * int64_t(sizeof(WT)); b += 64)
+        const uint8_t* run = src.run(r0 + j, kn);
+        for (int64_t b = 0; b < src.run_bytes(std::min(kKc, K - kn)); b += 64)
           hwy::Prefetch(run + b);
       }
-      const float* tile;
-      int64_t ldw;
-      if constexpr (sizeof(WT) == 2) {
-        WidenTile(df, w, ld, r0 + rr, nr, k0, kc, wt.data());
-        tile = wt.data(), ldw = kc;
-      } else {
-        tile = w + (r0 + rr) * ld + k0, ldw = ld;  // f32 rows are used in place
-      }
+      int64_t ldw = 0;
+      const float* tile = src.tile(df, r0 + rr, nr, k0, kc, wt.data(), &ldw);
       MicroRows<kNR>(df, nr, tile, ldw, kc, xt.data() + k0 * Tp, Tp, ct.data() + rr * Tp, k0 == 0);
       if (k0 + kc == K) {  // tile done: its nr results per token go out while still in L1
         const float* c = ct.data() + rr * Tp;
@@ -276,12 +344,20 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, 
 
 void GemmRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
               float* y, int64_t ldy) {
-  if (w.dtype == DType::BF16)
-    GemmT(x, n_tok, ldx, reinterpret_cast<const uint16_t*>(w.data), w.row_stride, w.cols, r0, r1, y,
-          ldy);
-  else
-    GemmT(x, n_tok, ldx, reinterpret_cast<const float*>(w.data), w.row_stride, w.cols, r0, r1, y,
-          ldy);
+  if (w.format == inkling::WeightFormat::kAffine) {
+    const Affine4Tiles src{&w, int64_t(hn::Lanes(DF()))};
+    GemmT(x, n_tok, ldx, src, w.cols, r0, r1, y, ldy);
+  } else if (w.dtype == DType::BF16) {
+    const DenseTiles<uint16_t> src{reinterpret_cast<const uint16_t*>(w.data), w.row_stride};
+    GemmT(x, n_tok, ldx, src, w.cols, r0, r1, y, ldy);
+  } else {
+    const DenseTiles<float> src{reinterpret_cast<const float*>(w.data), w.row_stride};
+    GemmT(x, n_tok, ldx, src, w.cols, r0, r1, y, ldy);
+  }
+}
+
+size_t GemmColumnBlock() {
+  return 8 * hn::Lanes(DF());
 }
 
 const char* MatmulTargetName() {
@@ -297,10 +373,17 @@ namespace inkling {
 
 HWY_EXPORT(MatvecRows);
 HWY_EXPORT(GemmRows);
+HWY_EXPORT(GemmColumnBlock);
 HWY_EXPORT(MatmulTargetName);
 
 bool hwy_dense_supported(DType t) {
   return t == DType::F32 || t == DType::BF16;
+}
+
+bool hwy_gemm_q4_supported(const MatView& w) {
+  const int64_t block = int64_t(HWY_DYNAMIC_DISPATCH(GemmColumnBlock)());
+  return w.format == WeightFormat::kAffine && w.bits == 4 && w.group % 8 == 0 &&
+         w.cols % block == 0 && kGemmTileColumns % block == 0;
 }
 
 void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,

@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include <hwy/targets.h>
+
 #include "../common/random.h"
 #include "base/dtype.h"
 #include "ops/matmul.h"
@@ -98,6 +100,33 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{DType::BF16, 33, 130, 600, 0, 2}, Shape{DType::F32, 40, 23, 31, 2, 1},
                       Shape{DType::BF16, 100, 50, 777, 0, 2},
                       Shape{DType::F32, 64, 96, 1024, 0, 2}));
+
+// The dense matvec and gemm on every compiled target this CPU runs (the dispatcher picks one),
+// with token counts whose padded width is not a multiple of 8 on 4-lane targets (a gemm packing
+// loop once wrote past its panel there).
+TEST(DenseKernel, EveryCompiledTarget) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    for (DType dt : {DType::BF16, DType::F32})
+      for (int T : {1, 3, 9, 12, 33}) {
+        const Weight w = make_weight(dt, 21, 300, 305, 17u + uint32_t(T));
+        const auto x = randn(size_t(T * 300), 19u + uint32_t(T));
+        std::vector<float> got(size_t(T * 21) + 64, -1.f), want(got);
+        matmul_rows(x.data(), T, 300, w.view, 0, 21, got.data(), 21);
+        ref::matmul(x.data(), T, 300, w.view, want.data(), 21);
+        expect_close(got, want, 300);
+        if (::testing::Test::HasFatalFailure()) {
+          ADD_FAILURE() << hwy::TargetName(target) << " T " << T;
+          break;
+        }
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  EXPECT_FALSE(targets.empty());
+}
 
 TEST(DenseKernel, ReportsATarget) {
   EXPECT_NE(std::string(hwy_matmul_target()), "");

@@ -14,6 +14,7 @@
 #include <hwy/targets.h>
 
 #include "ops/matmul.h"
+#include "ops/matmul_hwy.h"
 #include "ops/quant.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
@@ -352,6 +353,55 @@ TEST(QuantMatmul, JoinHalvesOfFusedTensors) {
       other.dtype = m->dtype == DType::BF16 ? DType::F16 : DType::BF16;
       EXPECT_FALSE(join_halves(a, other, &whole, &dummy));
     }
+}
+
+// 8+ tokens against MLX 4-bit views go through the gemm with tiles dequantized once (where
+// hwy_gemm_q4_supported): odd token counts, groups 32/64/128, scale dtypes, strided rows, row and
+// column slices, on every compiled target; matmul_rows against the scalar twin.
+TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
+  std::mt19937 rng(51);
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    for (int group : {32, 64, 128})
+      for (DType sdt : {DType::BF16, DType::F32})
+        for (int spread : {1, 2}) {
+          QMat q = make_affine(11, 1024 + 256, 4, group, sdt, spread, rng);
+          std::vector<MatView> views = {q.view, q.view.slice_rows(2, 7),
+                                        slice_cols(q.view, 256, 512)};
+          for (const MatView& v : views) {
+            ASSERT_TRUE(hwy_gemm_q4_supported(v)) << hwy::TargetName(target);
+            for (int64_t n_tok : {8, 13, 33}) {
+              const int64_t ldx = v.cols + 5, ldy = v.rows + 2;
+              std::vector<float> x(size_t(n_tok * ldx)), got(size_t(n_tok * ldy), -7.f), want(got);
+              for (auto& e : x) e = std::normal_distribution<float>(0.f, 1.f)(rng);
+              matmul_rows(x.data(), n_tok, ldx, v, 0, v.rows, got.data(), ldy);
+              quant_matmul_rows_ref(x.data(), n_tok, ldx, v, 0, v.rows, want.data(), ldy);
+              std::vector<float> row(size_t(v.cols));
+              for (int64_t r = 0; r < v.rows; ++r) {
+                dequant_row(v, r, row.data());
+                for (int64_t t = 0; t < n_tok; ++t) {
+                  double a = 0;
+                  for (int64_t c = 0; c < v.cols; ++c)
+                    a += std::fabs(x[size_t(t * ldx + c)] * row[size_t(c)]);
+                  const size_t i = size_t(t * ldy + r);
+                  ASSERT_NEAR(got[i], want[i], 2e-6 * a + 1e-30)
+                      << hwy::TargetName(target) << " g" << group << " tok " << n_tok << " row "
+                      << r;
+                }
+                for (int64_t t = 0; t < n_tok; ++t)  // padding columns of y untouched
+                  ASSERT_EQ(got[size_t(t * ldy + v.rows)], -7.f);
+              }
+            }
+          }
+        }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  // Other formats keep the fused kernels.
+  EXPECT_FALSE(hwy_gemm_q4_supported(make_affine(3, 1024, 8, 64, DType::BF16, 1, rng).view));
+  EXPECT_FALSE(hwy_gemm_q4_supported(make_nvfp4(3, 1024, 1, rng).view));
 }
 
 TEST(QuantDequant, AffineAndNvfp4ByHand) {
