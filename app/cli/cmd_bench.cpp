@@ -71,6 +71,13 @@ nlohmann::json weight_bytes_json(const WeightBytes& wb) {
           {"embed", wb.embed}};
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 std::vector<int32_t> random_tokens(std::mt19937_64& rng, int64_t n, int64_t vocab) {
   std::uniform_int_distribution<int32_t> pick(0, int32_t(vocab - 1));
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -173,10 +180,22 @@ int run_bench(const BenchArgs& a) {
   const int64_t ctx0 = session->position();
   log("decode");
   const auto gen = random_tokens(rng, a.gen, info.unpadded_vocab);
-  t0 = now_s();
-  for (int32_t tok : gen)
-    if (auto r = session->decode(tok); !r.ok()) return fail(r.status().message());
-  const double decode_s = now_s() - t0;
+  // Decode in segments of kSegment steps, each preceded by a short read probe (untimed): on a
+  // shared machine the bandwidth moves within seconds, so every segment is also compared with the
+  // bandwidth of its own moment (decode_ratio_interleaved, the median over segments).
+  constexpr int64_t kSegment = 4;
+  std::vector<double> seg_bw, seg_rate;
+  double decode_s = 0;
+  for (int64_t i = 0; i < a.gen; i += kSegment) {
+    const int64_t n = std::min(kSegment, a.gen - i);
+    seg_bw.push_back(measure_read_bandwidth_gbs(probe_pool, size_t(256) << 20, 2));
+    t0 = now_s();
+    for (int64_t j = i; j < i + n; ++j)
+      if (auto r = session->decode(gen[size_t(j)]); !r.ok()) return fail(r.status().message());
+    const double dt = now_s() - t0;
+    decode_s += dt;
+    seg_rate.push_back(double(n) / dt);
+  }
 
   // The limits again: on a shared machine they drift during a run. The larger of the two
   // readings is the ceiling (the conservative choice for our ratios).
@@ -193,6 +212,10 @@ int run_bench(const BenchArgs& a) {
   const double decode_ceiling = bw * 1e9 / bytes;
   const double decode_ratio = decode_tok_s / decode_ceiling;
   const double prefill_ratio = prefill_tok_s * flops / (peak * 1e9);
+  std::vector<double> seg_ratio;
+  for (size_t i = 0; i < seg_rate.size(); ++i)
+    seg_ratio.push_back(seg_rate[i] * bytes / (seg_bw[i] * 1e9));
+  const double bw_interleaved = median(seg_bw), decode_ratio_interleaved = median(seg_ratio);
 
   // Decode at other contexts, projected: the measured step minus its attention time plus the
   // attention time (and the KV bytes) at the new context.
@@ -230,6 +253,9 @@ int run_bench(const BenchArgs& a) {
                         {"flops_per_token", flops},
                         {"decode_ceiling_tok_s", decode_ceiling},
                         {"decode_ratio", decode_ratio},
+                        {"bandwidth_gbs_interleaved", bw_interleaved},
+                        {"decode_ratio_interleaved", decode_ratio_interleaved},
+                        {"decode_segments", seg_ratio.size()},
                         {"prefill_gflops", prefill_tok_s * flops / 1e9},
                         {"prefill_ratio", prefill_ratio},
                         {"weight_bytes_per_element", weight_bytes_json(wb)},
@@ -256,6 +282,10 @@ int run_bench(const BenchArgs& a) {
               decode_ceiling);
   std::printf("decode_ratio  = %.3f  (decode tok/s / (bandwidth / bytes per token))\n",
               decode_ratio);
+  std::printf(
+      "decode_ratio_interleaved = %.3f  (median over %zu segments of %d steps, each against a "
+      "probe just before it; median probe %.1f GB/s)\n",
+      decode_ratio_interleaved, seg_ratio.size(), int(kSegment), bw_interleaved);
   std::printf("prefill_ratio = %.3f  (prefill FLOP/s / FMA peak)\n", prefill_ratio);
   for (const auto& p : projected)
     std::printf(
