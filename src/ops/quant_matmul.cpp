@@ -14,6 +14,7 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/quant_matmul.cpp"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -90,7 +91,8 @@ void AffineRows(const float* x, int64_t ldx, const float* xsum, const inkling::M
 // Nibble j of every lane is one shift + mask away, so x is permuted once per call into
 // xp[blk * 8N + j * N + k] = x[blk * 8N + 8k + j] (N lanes per vector): each decoded nibble
 // vector then meets one contiguous x vector. No deinterleaving in the inner loop, one wide code
-// load per row and vector, R rows share every x load.
+// load per row and vector, R rows share every x load. The next R rows are prefetched at the same
+// offsets as these are read (1.25-1.3x from DRAM: the hardware prefetcher alone fell behind).
 // (ORing the nibble into the mantissa of 1.0 instead of converting measured 2-5% slower.)
 
 template <int J, class DU, class VU>
@@ -134,10 +136,12 @@ void Affine4Words(const float* xp, int64_t xps, const float* xsum, const inkling
       return;
     }
     const uint8_t* codes[R];
+    const uint8_t* ahead[R];  // the same row of the next block, prefetched as this one is read
     float bias[R][NT];
     _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
       const int64_t r = rb + i;
       codes[i] = w.row(r);
+      ahead[i] = w.row(std::min(rb + R + i, r1 - 1));
       const uint8_t* srow = w.scales + size_t(r * w.scale_stride) * ssz;
       const uint8_t* brow = w.biases + size_t(r * w.scale_stride) * ssz;
       float* s = sf + i * sfs;
@@ -176,8 +180,10 @@ void Affine4Words(const float* xp, int64_t xps, const float* xsum, const inkling
       for (int64_t wi = wb; wi < wb + B && wi < W; wi += N) {
         VU cw[R];
         if (wi + N <= W) {
-          _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) cw[i] =
-              hn::LoadU(du, reinterpret_cast<const uint32_t*>(codes[i]) + wi);
+          _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+            cw[i] = hn::LoadU(du, reinterpret_cast<const uint32_t*>(codes[i]) + wi);
+            hwy::Prefetch(ahead[i] + 4 * wi);
+          }
         } else {
           _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
             std::memcpy(tail, codes[i] + 4 * wi, size_t(4 * (W - wi)));
