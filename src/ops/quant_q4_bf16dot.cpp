@@ -1,16 +1,20 @@
-// AVX512-BF16 kernel for MLX affine 4-bit products (see quant_q4_bf16dot.h for the method).
+// AVX512-BF16 kernel for 4-bit products (see quant_q4_bf16dot.h for the method).
 //
-// Layout. A 512-bit code vector holds 16 u32 words = 128 columns; as 32 u16 lanes, lane 2k holds
-// columns 8k..8k+3 and lane 2k+1 columns 8k+4..8k+7 (low nibble first). Nibble j of every u16
-// lane, moved to bits 3..6 (one shift), masked and OR-ed with 0x4180 is the bf16 number 16 + q
-// (one VPTERNLOGD): in the binade [16, 32) bf16 steps by 1/8, so mantissa 8q is exactly 16 + q.
-// The smaller the offset, the less of f32's precision the accumulation spends on it: 16 keeps
-// the accumulated magnitude within ~3x of the unbiased sum's, where 128 would cost ~18x.
-// VDPBF16PS adds the products of u16 lanes 2k and 2k+1 into f32 lane k, so x is prepared once
-// per call as bf16 pairs (x[8k + j], x[8k + 4 + j]) per nibble step j, hi and lo parts apart.
-// f32 lane k of a block then holds columns of group (8k) / group only: groups below 128 columns
-// take their scale per lane (a permute of the row's scales), larger groups one broadcast scale.
-// Per group: s * sum((16 + q) x) + (b - 16 s) * sum(x) = sum((s q + b) x).
+// Layout. A 512-bit code vector holds 16 u32 words = 128 columns (MLX packs 8 nibbles per u32,
+// NVFP4 two per byte, both low nibble first, so the layouts agree); as 32 u16 lanes, lane 2k
+// holds columns 8k..8k+3 and lane 2k+1 columns 8k+4..8k+7. Affine: nibble j of every u16 lane,
+// moved to bits 3..6 (one shift), masked and OR-ed with 0x4180 is the bf16 number 16 + q (one
+// VPTERNLOGD): in the binade [16, 32) bf16 steps by 1/8, so mantissa 8q is exactly 16 + q. The
+// smaller the offset, the less of f32's precision the accumulation spends on it: 16 keeps the
+// accumulated magnitude within ~3x of the unbiased sum's, where 128 would cost ~18x. NVFP4:
+// VPERMW maps the low 5 bits of each u16 lane to the E2M1 value's bf16 bits (the table repeats,
+// so the nibble above does not matter). VDPBF16PS adds the products of u16 lanes 2k and 2k+1
+// into f32 lane k, so x is prepared once per call as bf16 pairs (x[8k + j], x[8k + 4 + j]) per
+// nibble step j, hi, mid and lo parts apart. f32 lane k of a block then holds columns of group
+// (8k) / group only: groups below 128 columns take their scale per lane (a permute of the row's
+// scales), larger groups one broadcast scale. Affine, per group:
+// s * sum((16 + q) x) + (b - 16 s) * sum(x) = sum((s q + b) x). NVFP4, per 16-column block:
+// (f32(e4m3) * scale2) * sum(e2m1 * x).
 #include "ops/quant_q4_bf16dot.h"
 
 #include <algorithm>
@@ -34,6 +38,9 @@
 namespace inkling {
 
 bool q4_bf16dot_handles(const MatView& w, int64_t n_tok) {
+  if (n_tok <= 2 && w.format == WeightFormat::kNvfp4 && w.group == 16 && w.cols % 16 == 0 &&
+      w.scale_dtype == DType::F8_E4M3)
+    return true;
   return n_tok <= 2 && w.format == WeightFormat::kAffine && w.bits == 4 && w.group >= 8 &&
          (w.group & (w.group - 1)) == 0 && w.cols % w.group == 0;
 }
@@ -51,7 +58,7 @@ std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the env
 // instruction on Zen 4, does not amortise the unpacking beyond 2 tokens: from 3 tokens on, the
 // Highway kernel (one FMA per 16 weights and token) is faster, so callers send those there.
 constexpr int kMaxTok = 2;
-constexpr int64_t kXBlock = 256;  // prepared bf16 elements per 128 columns (4 steps x hi/lo x 32)
+constexpr int64_t kXBlock = 384;  // prepared bf16 per 128 columns (4 steps x 3 parts x 32)
 
 // x of up to kMaxTok tokens in the kernel's order, plus per-group sums of hi + lo.
 struct Prepared {
@@ -94,15 +101,18 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, P
         for (int k = 0; k < 16; ++k)
           for (int h = 0; h < 2; ++h) {  // u16 lane 2k + h: column 8k + 4h + j
             const int64_t c = b * 128 + 8 * k + 4 * h + j;
-            uint16_t hi = 0, lo = 0;
+            uint16_t hi = 0, mid = 0, lo = 0;  // x = hi + mid + lo exactly (3 x 8 bits)
             if (c < cols) {
               hi = f32_to_bf16(in[c]);
-              lo = f32_to_bf16(in[c] - bf16_to_f32(hi));
-              xs[c / group] += bf16_to_f32(hi) + bf16_to_f32(lo);
+              const float r = in[c] - bf16_to_f32(hi);
+              mid = f32_to_bf16(r);
+              lo = f32_to_bf16(r - bf16_to_f32(mid));
+              xs[c / group] += in[c];
             }
-            uint16_t* s = o + b * kXBlock + j * 64 + 2 * k + h;
+            uint16_t* s = o + b * kXBlock + j * 96 + 2 * k + h;
             s[0] = hi;
-            s[32] = lo;
+            s[32] = mid;
+            s[64] = lo;
           }
   }
 }
@@ -140,12 +150,43 @@ INK_BF16DOT inline void prefetch_scales(const MatView& w, int64_t r, int64_t ngr
   const size_t ssz = dtype_size(w.scale_dtype), off = size_t(r * w.scale_stride) * ssz;
   for (size_t b = 0; b < size_t(ngroups) * ssz; b += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(w.scales + off + b), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(w.biases + off + b), _MM_HINT_T0);
+    if (w.biases) _mm_prefetch(reinterpret_cast<const char*>(w.biases + off + b), _MM_HINT_T0);
   }
 }
 
+// NVFP4: row r's block factors f32(e4m3) * scale2 into s (zero padded to gs), computed 16 at a
+// time: normal codes are rebuilt as f32 bits (exponent + 120, mantissa << 20), subnormals
+// (exponent 0: m * 2^-9) as 2 * (that - 2^-7), 0x7f / 0xff as NaN, as e4m3_to_f32 defines them.
+INK_BF16DOT void fp4_block_scales(const MatView& w, int64_t r, int64_t nblocks, int64_t gs,
+                                  float* s) {
+  const uint8_t* srow = w.scales + size_t(r * w.scale_stride);
+  const __m512 s2 = _mm512_set1_ps(w.scale2), lowest = _mm512_set1_ps(1.f / 128.f);
+  for (int64_t g = 0; g < nblocks; g += 16) {
+    const int64_t n = std::min<int64_t>(16, nblocks - g);
+    const __m512i b =
+        _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(__mmask16((1u << n) - 1u), srow + g));
+    const __m512i mag = _mm512_and_si512(b, _mm512_set1_epi32(0x7f));
+    const __m512i bits =
+        _mm512_or_si512(_mm512_add_epi32(_mm512_slli_epi32(mag, 20), _mm512_set1_epi32(120 << 23)),
+                        _mm512_slli_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0x80)), 24));
+    __m512 f = _mm512_castsi512_ps(bits);
+    const __mmask16 sub_m = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(8));
+    // Subnormal: 2 * (|f| - 2^-7) with f's sign (zero stays +-0).
+    const __m512 a = _mm512_abs_ps(f);
+    const __m512 subv = _mm512_mul_ps(_mm512_sub_ps(a, lowest), _mm512_set1_ps(2.f));
+    f = _mm512_mask_blend_ps(sub_m, f,
+                             _mm512_castsi512_ps(_mm512_or_si512(
+                                 _mm512_castps_si512(subv),
+                                 _mm512_and_si512(bits, _mm512_set1_epi32(int(0x80000000u))))));
+    const __mmask16 nan_m = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7f));
+    f = _mm512_mask_blend_ps(nan_m, f, _mm512_set1_ps(__builtin_nanf("")));
+    _mm512_storeu_ps(s + g, _mm512_mul_ps(f, s2));
+  }
+  for (int64_t g = nblocks; g < gs; ++g) s[g] = 0.f;
+}
+
 // Rows [r0, r1) in blocks of R rows for NT tokens.
-template <int NT, int R>
+template <int NT, int R, bool kFp4>
 INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int64_t r1, float* y,
                              int64_t ldy) {
   const int64_t ngroups = w.cols / w.group, gs = p.gs, xs = p.xs;
@@ -156,11 +197,17 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
   for (int k = 0; k < 16; ++k) idx_arr[k] = k >> wg_shift;
   const __m512i idx = _mm512_load_si512(idx_arr);
   const __m512i nib = _mm512_set1_epi16(0x0078), magic = _mm512_set1_epi16(0x4180);
+  // NVFP4: E2M1 code (bit 3 sign, bits 0-2 magnitude) -> its exact bf16 value, by VPERMW on the
+  // low 5 bits of each u16 lane (the table repeats, so the bit above the nibble does not matter).
+  alignas(64) uint16_t lut_arr[32];
+  constexpr uint16_t kMag[8] = {0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0};
+  for (int k = 0; k < 32; ++k) lut_arr[k] = uint16_t(kMag[k & 7] | ((k & 8) ? 0x8000 : 0));
+  const __m512i lut = _mm512_load_si512(lut_arr);
   float* sfb = const_cast<float*>(p.sf.data());
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
-        rows_kernel<NT, 1>(p, w, rb, r1, y, ldy);
+        rows_kernel<NT, 1, kFp4>(p, w, rb, r1, y, ldy);
         return;
       }
     }
@@ -174,6 +221,11 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
       prefetch_scales(w, rn, ngroups);
       float* s = sfb + i * gs;
       float* bs = sfb + kRowsMax * gs;
+      if constexpr (kFp4) {
+        fp4_block_scales(w, rb + i, ngroups, gs, s);
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) bias[i][t] = 0.f;
+        continue;
+      }
       row_scales(w, rb + i, ngroups, gs, s, bs);
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
         const float* xsum = p.xsum.data() + t * gs;
@@ -187,10 +239,10 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
     _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] = _mm512_setzero_ps();
     for (int64_t wb = 0; wb < W; wb += B) {
-      __m512 acc_h[R][NT], acc_l[R][NT];
+      __m512 acc_h[R][NT], acc_m[R][NT], acc_l[R][NT];
       _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
-          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc_h[i][t] = acc_l[i][t] =
-              _mm512_setzero_ps();
+          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc_h[i][t] = acc_m[i][t] =
+              acc_l[i][t] = _mm512_setzero_ps();
       const int64_t wend = std::min(wb + B, W);
       for (int64_t wi = wb; wi < wend; wi += 16) {
         __m512i cw[R];
@@ -205,22 +257,26 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
               _mm512_maskz_loadu_epi32(m, codes[i] + wi);
         }
         const uint16_t* xb = p.xq.data() + (wi / 16) * kXBlock;
-#define INKLING_BF16DOT_STEP(J)                                                         \
-  {                                                                                     \
-    __m512i xh[NT], xl[NT];                                                             \
-    _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                              \
-      xh[t] = _mm512_loadu_si512(xb + t * xs + (J)*64);                                 \
-      xl[t] = _mm512_loadu_si512(xb + t * xs + (J)*64 + 32);                            \
-    }                                                                                   \
-    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {                               \
-      const __m512i v =                                                                 \
-          (J) == 0 ? _mm512_slli_epi16(cw[i], 3) : _mm512_srli_epi16(cw[i], 4 * (J)-3); \
-      const __m512bh q = (__m512bh)_mm512_ternarylogic_epi32(v, nib, magic, 0xEA);      \
-      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                            \
-        acc_h[i][t] = _mm512_dpbf16_ps(acc_h[i][t], q, (__m512bh)xh[t]);                \
-        acc_l[i][t] = _mm512_dpbf16_ps(acc_l[i][t], q, (__m512bh)xl[t]);                \
-      }                                                                                 \
-    }                                                                                   \
+#define INKLING_BF16DOT_STEP(J)                                                                  \
+  {                                                                                              \
+    __m512i xh[NT], xm[NT], xl[NT];                                                              \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                       \
+      xh[t] = _mm512_loadu_si512(xb + t * xs + (J)*96);                                          \
+      xm[t] = _mm512_loadu_si512(xb + t * xs + (J)*96 + 32);                                     \
+      xl[t] = _mm512_loadu_si512(xb + t * xs + (J)*96 + 64);                                     \
+    }                                                                                            \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {                                        \
+      const __m512i v =                                                                          \
+          kFp4 ? ((J) == 0 ? cw[i] : _mm512_srli_epi16(cw[i], 4 * (J)))                          \
+               : ((J) == 0 ? _mm512_slli_epi16(cw[i], 3) : _mm512_srli_epi16(cw[i], 4 * (J)-3)); \
+      const __m512bh q = kFp4 ? (__m512bh)_mm512_permutexvar_epi16(v, lut)                       \
+                              : (__m512bh)_mm512_ternarylogic_epi32(v, nib, magic, 0xEA);        \
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                     \
+        acc_h[i][t] = _mm512_dpbf16_ps(acc_h[i][t], q, (__m512bh)xh[t]);                         \
+        acc_m[i][t] = _mm512_dpbf16_ps(acc_m[i][t], q, (__m512bh)xm[t]);                         \
+        acc_l[i][t] = _mm512_dpbf16_ps(acc_l[i][t], q, (__m512bh)xl[t]);                         \
+      }                                                                                          \
+    }                                                                                            \
   }
         INKLING_BF16DOT_STEP(0)
         INKLING_BF16DOT_STEP(1)
@@ -232,8 +288,8 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
         const float* s = sfb + i * gs + wb / WG;
         const __m512 sv =
             WG < 16 ? _mm512_permutexvar_ps(idx, _mm512_loadu_ps(s)) : _mm512_set1_ps(s[0]);
-        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] =
-            _mm512_fmadd_ps(_mm512_add_ps(acc_h[i][t], acc_l[i][t]), sv, tot[i][t]);
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] = _mm512_fmadd_ps(
+            _mm512_add_ps(acc_h[i][t], _mm512_add_ps(acc_m[i][t], acc_l[i][t])), sv, tot[i][t]);
       }
     }
     _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
@@ -283,10 +339,13 @@ void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
     const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
     prepare(x + t0 * ldx, nt, ldx, w.cols, w.group, p);
     float* yb = y + t0 * ldy;
+    const bool fp4 = w.format == WeightFormat::kNvfp4;
     if (nt == 1)
-      rows_kernel<1, 4>(p, w, r0, r1, yb, ldy);
+      fp4 ? rows_kernel<1, 4, true>(p, w, r0, r1, yb, ldy)
+          : rows_kernel<1, 4, false>(p, w, r0, r1, yb, ldy);
     else
-      rows_kernel<2, 2>(p, w, r0, r1, yb, ldy);
+      fp4 ? rows_kernel<2, 2, true>(p, w, r0, r1, yb, ldy)
+          : rows_kernel<2, 2, false>(p, w, r0, r1, yb, ldy);
   }
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;

@@ -1,10 +1,12 @@
-// MLX affine 4-bit products on CPUs with AVX512-BF16 (Zen 4, Sapphire Rapids and later): the
-// nibbles become bf16 (128 + q) in two integer instructions and VDPBF16PS multiplies them with x,
-// two columns per f32 lane. x is split into bf16 hi + lo parts (x - hi - lo is below 2^-17 |x|)
-// and both are multiplied, so the result keeps f32-level accuracy; the offset 16 is removed
-// through the group sums of x, folded into the bias term. Highway 1.0 has no bf16 dot target, so
-// this file uses x86 intrinsics behind a target attribute and a CPUID check; everywhere else
-// quant_matmul.cpp's Highway kernels run.
+// 4-bit products (MLX affine 4-bit and ModelOpt NVFP4) on CPUs with AVX512-BF16 (Zen 4,
+// Sapphire Rapids and later): each nibble becomes a bf16 number in two vector instructions
+// (affine: 16 + q by a shift and a VPTERNLOGD; NVFP4: its E2M1 value by a shift and a VPERMW
+// table) and VDPBF16PS multiplies it with x, two columns per f32 lane. x is split into three bf16
+// parts, hi + mid + lo, which represent every f32 exactly (3 x 8 significant bits), so every
+// product is exact and only the f32 accumulation rounds, as in the portable kernels. The affine
+// offset 16 is removed through the group sums of x, folded into the bias term. Highway 1.0 has no
+// bf16 dot target, so this file uses x86 intrinsics behind a target attribute and a CPUID check;
+// everywhere else quant_matmul.cpp's Highway kernels run.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +24,8 @@ bool q4_bf16dot_available();
 bool q4_bf16dot_enabled();
 void set_q4_bf16dot_enabled(bool on);
 
-// Affine 4-bit views with a power-of-two group of at least 8 columns, for 1 or 2 tokens (decode;
-// prefill blocks of 3+ tokens are faster in the Highway kernel).
+// Affine 4-bit views with a power-of-two group of at least 8 columns and NVFP4 views, for 1 or 2
+// tokens (decode; blocks of 3+ tokens are faster in the Highway kernels or the gemm).
 bool q4_bf16dot_handles(const MatView& w, int64_t n_tok);
 
 // y[t * ldy + r] = sum_c x[t * ldx + c] * W[r, c] for rows [r0, r1). Requires available() and

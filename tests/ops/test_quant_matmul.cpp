@@ -247,9 +247,10 @@ TEST(QuantMatmul, EveryCompiledTarget) {
   EXPECT_FALSE(targets.empty());
 }
 
-// The AVX512-BF16 4-bit kernel (1 and 2 tokens): groups 8..256, rows with a partial code
-// vector, scale dtypes, strided rows, row and column slices, leftover rows of the 4-row blocks,
-// x spanning 12 orders of magnitude (the hi/lo split), and quant_matmul_rows routing to it.
+// The AVX512-BF16 4-bit kernel (1 and 2 tokens), MLX affine and NVFP4: groups 8..256, rows with a
+// partial code vector, scale dtypes, strided rows, row and column slices, leftover rows of the
+// 4-row blocks, x spanning 12 orders of magnitude (the exact 3-part bf16 split), and
+// quant_matmul_rows routing to it.
 TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
   if (!q4_bf16dot_available()) GTEST_SKIP() << "CPU without AVX512-BF16";
   ASSERT_TRUE(q4_bf16dot_enabled());
@@ -273,6 +274,25 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
               if (::testing::Test::HasFatalFailure()) return;
             }
           }
+  // NVFP4 through the same kernel (E2M1 -> bf16 by table, block scales e4m3 * scale2, including
+  // subnormal e4m3 codes): no offset, so the plain f32 tolerance applies.
+  for (int64_t cols : {int64_t(16), int64_t(256), int64_t(1024 + 384 + 16)})
+    for (int64_t rows : {int64_t(1), int64_t(7), int64_t(13)})
+      for (int spread : {1, 2}) {
+        QMat n = make_nvfp4(rows, cols, spread, rng);
+        ASSERT_TRUE(q4_bf16dot_handles(n.view, 2));
+        for (int64_t n_tok : {1, 2}) {
+          const std::string what = "bf16dot nvfp4 cols " + std::to_string(cols) + " rows " +
+                                   std::to_string(rows) + " tok " + std::to_string(n_tok);
+          compare(n.view, n_tok, rng, what);
+          compare(n.view, n_tok, rng, what + " tiny x", 0.f, 1e-6f);
+          compare(n.view, n_tok, rng, what + " large x", 0.f, 1e6f);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+  QMat nv = make_nvfp4(9, 512, 1, rng);
+  compare(slice_cols(nv.view, 128, 256), 2, rng, "bf16dot nvfp4 column slice");
+  compare(nv.view.slice_rows(3, 5), 1, rng, "bf16dot nvfp4 row slice");
   QMat q = make_affine(9, 512, 4, 64, DType::BF16, 1, rng);
   compare(slice_cols(q.view, 128, 256), 2, rng, "bf16dot column slice", 16.f);
   compare(q.view.slice_rows(3, 5), 1, rng, "bf16dot row slice", 16.f);
