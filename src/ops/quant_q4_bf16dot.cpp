@@ -60,7 +60,7 @@ std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the env
 constexpr int kMaxTok = 2;
 constexpr int64_t kXBlock = 384;  // prepared bf16 per 128 columns (4 steps x 3 parts x 32)
 
-// x of up to kMaxTok tokens in the kernel's order, plus per-group sums of hi + lo.
+// x of up to kMaxTok tokens in the kernel's order (3 bf16 parts), plus per-group sums of x.
 struct Prepared {
   std::vector<uint16_t> xq;  // [nt][xs]
   std::vector<float> xsum;   // [nt][gs], zero padded
