@@ -110,7 +110,7 @@ bool join_halves(const MatView& a, const MatView& b, MatView* whole, bool* inter
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy) {
   if (w.format != WeightFormat::kDense) {
-    // Quantized: many tokens share tiles dequantized once (4-bit affine); otherwise fused kernels
+    // Quantized: many tokens share tiles dequantized once (4-bit formats); otherwise fused kernels
     // that dequantize in registers (ops/quant_matmul.cpp).
     if (n_tok >= kGemmMinTokens && hwy_gemm_q4_supported(w))
       hwy_gemm_rows(x, n_tok, ldx, w, r0, r1, y, ldy);

@@ -248,7 +248,8 @@ struct DenseTiles {  // f32 rows used in place; bf16 widened once per tile
   }
 };
 
-// MLX affine 4-bit rows dequantized once per tile (s * q + b, f32). Packed column order is the
+// MLX affine 4-bit (s * q + b) and NVFP4 (e2m1 * (e4m3 * scale2)) rows dequantized once per tile
+// in f32, exactly as dequant_row() defines them. Packed column order is the
 // code words' lane order: within each block of 8N columns, packed column j * N + l is original
 // column 8l + j, so nibble j of N words is one shift + mask + convert and one contiguous store.
 // Needs group % 8 == 0 and K a multiple of 8N (q4_gemm_supported).
@@ -266,21 +267,39 @@ struct Affine4Tiles {
     const hn::RebindToUnsigned<DF> du;
     const hn::RebindToSigned<DF> di;
     const size_t ssz = dtype_size(w->scale_dtype);
+    const bool fp4 = w->format == inkling::WeightFormat::kNvfp4;
     alignas(64) float sc[hn::MaxLanes(df)] = {}, bi[hn::MaxLanes(df)] = {};
     for (int i = 0; i < nr; ++i) {
       const uint32_t* words = reinterpret_cast<const uint32_t*>(w->row(r + i)) + k0 / 8;
       const uint8_t* srow = w->scales + size_t((r + i) * w->scale_stride) * ssz;
-      const uint8_t* brow = w->biases + size_t((r + i) * w->scale_stride) * ssz;
+      const uint8_t* brow = fp4 ? nullptr : w->biases + size_t((r + i) * w->scale_stride) * ssz;
       float* dst = buf + i * kc;
       for (int64_t v = 0; v < kc; v += 8 * N) {
+        const auto cw = hn::LoadU(du, words + v / 8);
+        const auto m15 = hn::Set(du, 15u);
+        if (fp4) {
+          for (int64_t l = 0; l < N; ++l)  // lane l: columns k0 + v + 8l .. + 7, one 16-block
+            sc[l] = 0.5f * (e4m3_to_f32(srow[(k0 + v + 8 * l) / 16]) * w->scale2);
+          const VF vs = hn::Load(df, sc), zero = hn::Zero(df), four = hn::Set(df, 4.f),
+                   six = hn::Set(df, 6.f);
+#pragma GCC unroll 8
+          for (int j = 0; j < 8; ++j) {  // 2 * |e2m1| of index m: m + max(m-4, 0) + 2 max(m-6, 0)
+            const auto q = hn::And(hn::ShiftRightSame(cw, 4 * j), m15);
+            const VF m = hn::ConvertTo(df, hn::BitCast(di, hn::And(q, hn::Set(du, 7u))));
+            const VF m4 = hn::Max(hn::Sub(m, four), zero), m6 = hn::Max(hn::Sub(m, six), zero);
+            const VF mag = hn::Add(hn::Add(m, m4), hn::Add(m6, m6));
+            const auto sign = hn::ShiftLeft<28>(hn::And(q, hn::Set(du, 8u)));
+            const VF val = hn::BitCast(df, hn::Or(hn::BitCast(du, mag), sign));
+            hn::StoreU(hn::Mul(val, vs), df, dst + v + j * N);
+          }
+          continue;
+        }
         for (int64_t l = 0; l < N; ++l) {  // lane l: original columns k0 + v + 8l .. + 7
           const size_t g = size_t((k0 + v + 8 * l) / w->group);
           sc[l] = load_as_f32(w->scale_dtype, srow, g);
           bi[l] = load_as_f32(w->scale_dtype, brow, g);
         }
         const VF vs = hn::Load(df, sc), vb = hn::Load(df, bi);
-        const auto cw = hn::LoadU(du, words + v / 8);
-        const auto m15 = hn::Set(du, 15u);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
           const auto q = hn::And(hn::ShiftRightSame(cw, 4 * j), m15);
@@ -344,7 +363,7 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
 
 void GemmRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
               float* y, int64_t ldy) {
-  if (w.format == inkling::WeightFormat::kAffine) {
+  if (w.format != inkling::WeightFormat::kDense) {
     const Affine4Tiles src{&w, int64_t(hn::Lanes(DF()))};
     GemmT(x, n_tok, ldx, src, w.cols, r0, r1, y, ldy);
   } else if (w.dtype == DType::BF16) {
@@ -382,8 +401,9 @@ bool hwy_dense_supported(DType t) {
 
 bool hwy_gemm_q4_supported(const MatView& w) {
   const int64_t block = int64_t(HWY_DYNAMIC_DISPATCH(GemmColumnBlock)());
-  return w.format == WeightFormat::kAffine && w.bits == 4 && w.group % 8 == 0 &&
-         w.cols % block == 0 && kGemmTileColumns % block == 0;
+  const bool affine4 = w.format == WeightFormat::kAffine && w.bits == 4 && w.group % 8 == 0;
+  const bool nvfp4 = w.format == WeightFormat::kNvfp4 && w.group == 16;
+  return (affine4 || nvfp4) && w.cols % block == 0 && kGemmTileColumns % block == 0;
 }
 
 void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,

@@ -16,8 +16,9 @@ bool hwy_dense_supported(DType t);
 // Columns per gemm weight tile.
 constexpr int64_t kGemmTileColumns = 256;
 
-// True when hwy_gemm_rows takes this MLX affine 4-bit view (group a multiple of 8, columns a
-// multiple of 8 vector lanes): each weight tile is dequantized once and reused by every token.
+// True when hwy_gemm_rows takes this 4-bit view (MLX affine with a group a multiple of 8, or
+// NVFP4; columns a multiple of 8 vector lanes): each weight tile is dequantized once and reused
+// by every token.
 bool hwy_gemm_q4_supported(const MatView& w);
 
 // y[t * ldy + r] = x[t] . W[r] for r in [r0, r1): 4 rows at a time share each x load; rows are
@@ -26,7 +27,7 @@ void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
                      int64_t r1, float* y, int64_t ldy);
 
 // Same product, cache-blocked for many tokens: x is transposed once into [K, T] panels, each
-// (rows x 256 columns) weight tile is widened (bf16) or dequantized (affine 4-bit, when
+// (rows x 256 columns) weight tile is widened (bf16) or dequantized (4-bit, when
 // hwy_gemm_q4_supported) once and reused by every token, and a register-
 // blocked micro-kernel (8 rows x 2 vectors of tokens on AVX-512) accumulates in f32.
 void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,

@@ -379,9 +379,9 @@ TEST(QuantMatmul, JoinHalvesOfFusedTensors) {
     }
 }
 
-// 8+ tokens against MLX 4-bit views go through the gemm with tiles dequantized once (where
-// hwy_gemm_q4_supported): odd token counts, groups 32/64/128, scale dtypes, strided rows, row and
-// column slices, on every compiled target; matmul_rows against the scalar twin.
+// 8+ tokens against MLX 4-bit and NVFP4 views go through the gemm with tiles dequantized once
+// (where hwy_gemm_q4_supported): odd token counts, groups 32/64/128, scale dtypes, strided rows,
+// row and column slices, on every compiled target; matmul_rows against the scalar twin.
 TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
   std::mt19937 rng(51);
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
@@ -404,12 +404,22 @@ TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
             if (::testing::Test::HasFatalFailure()) return;
           }
         }
+    for (int spread : {1, 2}) {  // NVFP4 (E2M1 decoded per tile, e4m3 block factors)
+      QMat n = make_nvfp4(11, 1024 + 256, spread, rng);
+      for (const MatView& v : {n.view, n.view.slice_rows(2, 7), slice_cols(n.view, 256, 512)}) {
+        ASSERT_TRUE(hwy_gemm_q4_supported(v)) << hwy::TargetName(target);
+        for (int64_t n_tok : {8, 13, 33})
+          compare(v, n_tok, rng,
+                  std::string(hwy::TargetName(target)) + " nvfp4 tok " + std::to_string(n_tok), 0.f,
+                  1.f, true);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
   }
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  // Other formats keep the fused kernels.
+  // 8-bit keeps the fused kernels.
   EXPECT_FALSE(hwy_gemm_q4_supported(make_affine(3, 1024, 8, 64, DType::BF16, 1, rng).view));
-  EXPECT_FALSE(hwy_gemm_q4_supported(make_nvfp4(3, 1024, 1, rng).view));
 }
 
 TEST(QuantDequant, AffineAndNvfp4ByHand) {
