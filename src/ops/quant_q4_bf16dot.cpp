@@ -54,9 +54,9 @@ std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the env
 #define INK_BF16DOT \
   __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
-// Tokens per pass. Each token costs one VDPBF16PS per 32 weights and the part, at 2 cycles per
-// instruction on Zen 4, does not amortise the unpacking beyond 2 tokens: from 3 tokens on, the
-// Highway kernel (one FMA per 16 weights and token) is faster, so callers send those there.
+// Tokens per pass. Each token adds three VDPBF16PS per 32 weights (one per part of x), so the
+// shared unpacking stops paying off: measured on Zen 4, from 3 tokens on the Highway kernel is as
+// fast and from 8 the gemm with dequantized tiles is much faster, so callers send those there.
 constexpr int kMaxTok = 2;
 constexpr int64_t kXBlock = 384;  // prepared bf16 per 128 columns (4 steps x 3 parts x 32)
 
