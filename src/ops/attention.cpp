@@ -204,18 +204,18 @@ void AttentionItems(const float* q, const float* r, int64_t T, int64_t pos0, con
 }
 
 // ---- Decode path (T <= kDecodeMaxT queries): no transposes. A work item is a range of kv heads
-// and a range of keys (split-K); it walks its keys in blocks of kDecBk cached rows and, per kv
-// head, dots the G query heads sharing it with the block's keys (SIMD over head_dim), updates an
-// online softmax and accumulates the values. Whole cache rows (all kv heads of a position, one
-// page at Inkling-Small shapes) are consumed by one item, so long contexts stream pages in order
-// instead of touching a new page per key per head. Items leave partials (running max m, sum l,
-// unnormalised acc) per query row; attention() merges an item row's key ranges.
-constexpr int64_t kDecBk = 32;          // keys per block (16 and 64 measured the same)
-constexpr int64_t kPrefetchBlocks = 2;  // software prefetch distance, in blocks
+// and a range of keys (split-K); it walks its keys in blocks of kDecBk cached rows, key-major:
+// each cached key row (all kv heads of a position) is read once and in order for the scores of
+// every query head, then the block's softmax is updated per head, then each value row is read
+// once and in order into every head's accumulator. A key range is thus one sequential stream for
+// K and one for V (head-major blocks touched a new page per key and head, which the hardware
+// prefetcher could not follow: 1.9x slower at 32k keys). Items leave partials (running max m,
+// sum l, unnormalised acc) per query row; attention() merges an item row's key ranges.
+constexpr int64_t kDecBk = 32;  // keys per block
 
 // Floats of scratch one thread needs for DecodeItem: scaled queries, bias tables, scores.
 int64_t DecodeScratchFloats(int64_t T, const AttentionShape& s) {
-  return T * s.n_heads * (s.head_dim + s.rel_extent) + kDecBk;
+  return T * s.n_heads * (s.head_dim + s.rel_extent + kDecBk);
 }
 
 float Dot(DF df, const float* a, const float* b, int64_t n) {
@@ -232,41 +232,27 @@ float Dot(DF df, const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-// out[j] = q . keys[j] for j < nb, q held in NV registers (hd = NV * lanes).
-template <int NV>
-HWY_INLINE void ScoreT(DF df, const float* q, const float* const* keys, int64_t nb, float* out) {
+#if HWY_TARGET != HWY_SCALAR
+// out[0..3] = the lane sums of a0..a3 (lanes a multiple of 4): two interleave-and-add rounds
+// leave each 128-bit block holding [sum a0, sum a1, sum a2, sum a3] of its lanes; the blocks
+// are then added. One pass for four sums instead of four horizontal reductions.
+HWY_INLINE void Sum4(DF df, VF a0, VF a1, VF a2, VF a3, float* out) {
+  const hn::Repartition<double, DF> dd;
+  const VF s01 = hn::Add(hn::InterleaveLower(df, a0, a1), hn::InterleaveUpper(df, a0, a1));
+  const VF s23 = hn::Add(hn::InterleaveLower(df, a2, a3), hn::InterleaveUpper(df, a2, a3));
+  const auto e01 = hn::BitCast(dd, s01), e23 = hn::BitCast(dd, s23);
+  const VF t = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, e01, e23)),
+                       hn::BitCast(df, hn::InterleaveUpper(dd, e01, e23)));
+  alignas(64) float buf[hn::MaxLanes(df)];
+  hn::Store(t, df, buf);
   const int64_t N = int64_t(hn::Lanes(df));
-  VF qv[NV];
-  for (int v = 0; v < NV; ++v) qv[v] = hn::LoadU(df, q + v * N);
-  int64_t j = 0;
-  for (; j + 2 <= nb; j += 2) {  // two keys: two independent chains
-    const float *k0 = keys[j], *k1 = keys[j + 1];
-    VF a = hn::Mul(qv[0], hn::LoadU(df, k0)), b = hn::Mul(qv[0], hn::LoadU(df, k1));
-    for (int v = 1; v < NV; ++v) {
-      a = hn::MulAdd(qv[v], hn::LoadU(df, k0 + v * N), a);
-      b = hn::MulAdd(qv[v], hn::LoadU(df, k1 + v * N), b);
-    }
-    out[j] = hn::GetLane(hn::SumOfLanes(df, a));
-    out[j + 1] = hn::GetLane(hn::SumOfLanes(df, b));
-  }
-  for (; j < nb; ++j) {
-    VF a = hn::Mul(qv[0], hn::LoadU(df, keys[j]));
-    for (int v = 1; v < NV; ++v) a = hn::MulAdd(qv[v], hn::LoadU(df, keys[j] + v * N), a);
-    out[j] = hn::GetLane(hn::SumOfLanes(df, a));
+  for (int h = 0; h < 4; ++h) {
+    float sum = buf[h];
+    for (int64_t b = 4; b < N; b += 4) sum += buf[b + h];
+    out[h] = sum;
   }
 }
-
-void Score(DF df, const float* q, const float* const* keys, int64_t nb, int64_t hd, float* out) {
-  const int64_t N = int64_t(hn::Lanes(df));
-  if (hd == 8 * N) return ScoreT<8>(df, q, keys, nb, out);
-  if (hd == 4 * N) return ScoreT<4>(df, q, keys, nb, out);
-  if (hd == 2 * N) return ScoreT<2>(df, q, keys, nb, out);
-  for (int64_t j = 0; j < nb; ++j) out[j] = Dot(df, q, keys[j], hd);
-}
-
-void PrefetchSpan(const float* p, int64_t n) {
-  for (int64_t c = 0; c < n; c += 16) hwy::Prefetch(p + c);
-}
+#endif
 
 // Kv heads [g0, g1), keys [k0, k1), all T queries. Query row mi = i * n_heads + h; writes
 // part = m[rows], l[rows], acc[rows * hd] (rows = T * n_heads) for the rows of its heads.
@@ -278,12 +264,13 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
   const int64_t nh = s.n_heads, hd = s.head_dim, d = s.d_rel, R = s.rel_extent, W = s.window;
   const int64_t G = s.n_heads / s.n_kv_heads, rows = T * nh;
   float *pm = part, *pl = part + rows, *acc = part + 2 * rows;
-  float *sq = scratch, *sL = sq + rows * hd, *sz = sL + rows * R;
+  float *sq = scratch, *sL = sq + rows * hd, *sz = sL + rows * R;  // sz: [rows][kDecBk] scores
   // The bias band of query t is [t - R + 1, t]; only items reaching the band build the table.
   const bool bias = k1 - 1 >= pos0 - R + 1;
   const float inv_hd = 1.f / float(hd);
+  const int64_t h0 = g0 * G, h1 = g1 * G;
   for (int64_t i = 0; i < T; ++i)
-    for (int64_t h = g0 * G; h < g1 * G; ++h) {
+    for (int64_t h = h0; h < h1; ++h) {
       const int64_t mi = i * nh + h, t = pos0 + i;
       pm[mi] = -INFINITY, pl[mi] = 0.f;
       std::fill(acc + mi * hd, acc + (mi + 1) * hd, 0.f);
@@ -304,57 +291,100 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
         for (; k < R; ++k) L[k] += rm * pr[k];
       }
     }
-  const float *krows[kDecBk], *vrows[kDecBk];
   const VF ninf = hn::Set(df, -INFINITY);
+  const bool vec = hd % N == 0;
   for (int64_t s0 = k0; s0 < k1; s0 += kDecBk) {
     const int64_t nb = std::min<int64_t>(kDecBk, k1 - s0);
-    const int64_t sp = s0 + kPrefetchBlocks * kDecBk;  // the block to prefetch
-    const int64_t nn = std::clamp<int64_t>(k1 - sp, 0, kDecBk);
-    for (int64_t g = g0; g < g1; ++g) {
-      for (int64_t j = 0; j < nn; ++j) {  // this head's slice of a block ahead
-        PrefetchSpan(kv.key(sp + j) + g * hd, hd);
-        PrefetchSpan(kv.value(sp + j) + g * hd, hd);
-      }
-      for (int64_t j = 0; j < nb; ++j) {
-        krows[j] = kv.key(s0 + j) + g * hd;
-        vrows[j] = kv.value(s0 + j) + g * hd;
-      }
+    // Scores, key-major: each cached key row (all kv heads of one position) is read once, in
+    // order, so a key range is one sequential stream (head-major blocks touched a new page per
+    // key and head, which the hardware prefetcher could not follow).
+    for (int64_t j = 0; j < nb; ++j) {
+      const float* krow = kv.key(s0 + j);
       for (int64_t i = 0; i < T; ++i) {
-        const int64_t t = pos0 + i, dmin = t - (s0 + nb - 1), dmax = t - s0;
-        // Whole block visible and beyond R: no per-key bias or mask.
-        const bool plain = dmin >= R && (W <= 0 || dmax < W);
-        for (int64_t gi = 0; gi < G; ++gi) {
-          const int64_t mi = i * nh + g * G + gi;
-          float* row = sz;
-          Score(df, sq + mi * hd, krows, nb, hd, row);
-          if (!plain)
-            for (int64_t j = 0; j < nb; ++j) {
-              const int64_t dist = dmax - j;
-              if (dist < 0 || (W > 0 && dist >= W))
-                row[j] = -INFINITY;
-              else if (dist < R)
-                row[j] += sL[mi * R + dist];
+        int64_t h = h0;
+#if HWY_TARGET != HWY_SCALAR
+        if (G % 4 == 0 && vec && N % 4 == 0)
+          for (; h < h1; h += 4) {  // 4 heads of one kv head: 4 chains, one joint reduction
+            const int64_t mi = i * nh + h;
+            const float* k = krow + (h / G) * hd;
+            const float* qh = sq + mi * hd;
+            VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+            for (int64_t c = 0; c < hd; c += N) {
+              const VF kc = hn::LoadU(df, k + c);
+              a0 = hn::MulAdd(hn::LoadU(df, qh + c), kc, a0);
+              a1 = hn::MulAdd(hn::LoadU(df, qh + hd + c), kc, a1);
+              a2 = hn::MulAdd(hn::LoadU(df, qh + 2 * hd + c), kc, a2);
+              a3 = hn::MulAdd(hn::LoadU(df, qh + 3 * hd + c), kc, a3);
             }
-          for (int64_t j = nb; j < kDecBk; ++j) row[j] = -INFINITY;
-          VF vmax = ninf;
-          for (int64_t j = 0; j < kDecBk; j += N) vmax = hn::Max(vmax, hn::LoadU(df, row + j));
-          const float bmax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-          if (bmax == -INFINITY) continue;
-          const float m_old = pm[mi], m_new = std::max(m_old, bmax);
-          const float alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
-          const VF vm = hn::Set(df, m_new);
-          VF vsum = hn::Zero(df);
-          for (int64_t j = 0; j < kDecBk; j += N) {
-            const VF z = hn::LoadU(df, row + j);
-            const VF p = hn::IfThenZeroElse(hn::Eq(z, ninf), hn::Exp(df, hn::Sub(z, vm)));
-            hn::StoreU(p, df, row + j);
-            vsum = hn::Add(vsum, p);
+            float out4[4];
+            Sum4(df, a0, a1, a2, a3, out4);
+            for (int u = 0; u < 4; ++u) sz[(mi + u) * kDecBk + j] = out4[u];
           }
-          pl[mi] = pl[mi] * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
-          pm[mi] = m_new;
-          AccumulateValues(df, row, vrows, nb, hd, alpha, acc + mi * hd);
+#endif
+        for (; h < h1; ++h) {
+          const int64_t mi = i * nh + h;
+          sz[mi * kDecBk + j] = Dot(df, sq + mi * hd, krow + (h / G) * hd, hd);
         }
       }
+    }
+    // Bias, mask and the online softmax per query row; acc is rescaled by alpha here.
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t t = pos0 + i, dmin = t - (s0 + nb - 1), dmax = t - s0;
+      const bool plain = dmin >= R && (W <= 0 || dmax < W);
+      for (int64_t h = h0; h < h1; ++h) {
+        const int64_t mi = i * nh + h;
+        float* row = sz + mi * kDecBk;
+        if (!plain)
+          for (int64_t j = 0; j < nb; ++j) {
+            const int64_t dist = dmax - j;
+            if (dist < 0 || (W > 0 && dist >= W))
+              row[j] = -INFINITY;
+            else if (dist < R)
+              row[j] += sL[mi * R + dist];
+          }
+        for (int64_t j = nb; j < kDecBk; ++j) row[j] = -INFINITY;
+        VF vmax = ninf;
+        for (int64_t j = 0; j < kDecBk; j += N) vmax = hn::Max(vmax, hn::LoadU(df, row + j));
+        const float bmax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+        if (bmax == -INFINITY) {  // nothing visible in this block: p = 0 for every key
+          std::fill(row, row + kDecBk, 0.f);
+          continue;
+        }
+        const float m_old = pm[mi], m_new = std::max(m_old, bmax);
+        const float alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
+        const VF vm = hn::Set(df, m_new);
+        VF vsum = hn::Zero(df);
+        for (int64_t j = 0; j < kDecBk; j += N) {
+          const VF z = hn::LoadU(df, row + j);
+          const VF p = hn::IfThenZeroElse(hn::Eq(z, ninf), hn::Exp(df, hn::Sub(z, vm)));
+          hn::StoreU(p, df, row + j);
+          vsum = hn::Add(vsum, p);
+        }
+        pl[mi] = pl[mi] * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
+        pm[mi] = m_new;
+        float* o = acc + mi * hd;
+        if (alpha != 1.f)
+          for (int64_t c = 0; c < hd; ++c) o[c] *= alpha;
+      }
+    }
+    // Values, key-major like the keys: acc[mi] += p[mi][j] * v_j for every visible key.
+    for (int64_t j = 0; j < nb; ++j) {
+      const float* vrow = kv.value(s0 + j);
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t h = h0; h < h1; ++h) {
+          const int64_t mi = i * nh + h;
+          const float p = sz[mi * kDecBk + j];
+          if (p == 0.f) continue;  // masked key (its value row may be stale)
+          const float* v = vrow + (h / G) * hd;
+          float* o = acc + mi * hd;
+          if (vec) {
+            const VF b = hn::Set(df, p);
+            for (int64_t c = 0; c < hd; c += N)
+              hn::StoreU(hn::MulAdd(b, hn::LoadU(df, v + c), hn::LoadU(df, o + c)), df, o + c);
+          } else {
+            for (int64_t c = 0; c < hd; ++c) o[c] += p * v[c];
+          }
+        }
     }
   }
 }
