@@ -59,6 +59,32 @@ void ScoreBlock(DF df, const float* Q, int64_t hd, const float* kT, int64_t Mp, 
   }
 }
 
+// Online softmax over one block of n scores (n a multiple of the lane count, masked keys -inf):
+// row becomes p = exp(z - m_new) (0 where masked), the running max *m and sum *l are updated,
+// and alpha = exp(m_old - m_new), the factor for the values accumulated so far, is returned.
+// Returns -1 (nothing touched) when no key of the block is visible.
+HWY_INLINE float SoftmaxBlock(DF df, float* row, int64_t n, float* m, float* l) {
+  const int64_t N = int64_t(hn::Lanes(df));
+  const VF ninf = hn::Set(df, -INFINITY);
+  VF vmax = ninf;
+  for (int64_t j = 0; j < n; j += N) vmax = hn::Max(vmax, hn::LoadU(df, row + j));
+  const float bmax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  if (bmax == -INFINITY) return -1.f;
+  const float m_old = *m, m_new = std::max(m_old, bmax);
+  const float alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
+  const VF vm = hn::Set(df, m_new);
+  VF vsum = hn::Zero(df);
+  for (int64_t j = 0; j < n; j += N) {
+    const VF z = hn::LoadU(df, row + j);
+    const VF p = hn::IfThenZeroElse(hn::Eq(z, ninf), hn::Exp(df, hn::Sub(z, vm)));
+    hn::StoreU(p, df, row + j);
+    vsum = hn::Add(vsum, p);
+  }
+  *l = *l * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
+  *m = m_new;
+  return alpha;
+}
+
 // o[c] = o[c] * alpha + sum_{j<nb} p[j] * v_j[c]  (v_j = vrows[j], hd floats).
 void AccumulateValues(DF df, const float* p, const float* const* vrows, int64_t nb, int64_t hd,
                       float alpha, float* o) {
@@ -165,23 +191,8 @@ void AttendItem(const float* q, const float* r, int64_t i0, int64_t i1, int64_t 
           if (t - (s0 + j) >= W) row[j] = -INFINITY;
       }
       for (int64_t j = nb; j < kBk; ++j) row[j] = -INFINITY;
-      // Online softmax over this block.
-      VF vmax = hn::Set(df, -INFINITY);
-      for (int64_t j = 0; j < kBk; j += N) vmax = hn::Max(vmax, hn::LoadU(df, row + j));
-      const float bmax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-      if (bmax == -INFINITY) continue;
-      const float m_old = sc.m[size_t(mi)], m_new = std::max(m_old, bmax);
-      const float alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
-      const VF vm = hn::Set(df, m_new), ninf = hn::Set(df, -INFINITY);
-      VF vsum = hn::Zero(df);
-      for (int64_t j = 0; j < kBk; j += N) {
-        const VF z = hn::LoadU(df, row + j);
-        const VF p = hn::IfThenZeroElse(hn::Eq(z, ninf), hn::Exp(df, hn::Sub(z, vm)));
-        hn::StoreU(p, df, row + j);
-        vsum = hn::Add(vsum, p);
-      }
-      sc.l[size_t(mi)] = sc.l[size_t(mi)] * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
-      sc.m[size_t(mi)] = m_new;
+      const float alpha = SoftmaxBlock(df, row, kBk, &sc.m[size_t(mi)], &sc.l[size_t(mi)]);
+      if (alpha < 0.f) continue;
       AccumulateValues(df, row, vrows, nb, hd, alpha, sc.o.data() + mi * hd);
     }
   }
@@ -291,7 +302,6 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
         for (; k < R; ++k) L[k] += rm * pr[k];
       }
     }
-  const VF ninf = hn::Set(df, -INFINITY);
   const bool vec = hd % N == 0;
   for (int64_t s0 = k0; s0 < k1; s0 += kDecBk) {
     const int64_t nb = std::min<int64_t>(kDecBk, k1 - s0);
@@ -343,25 +353,11 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
               row[j] += sL[mi * R + dist];
           }
         for (int64_t j = nb; j < kDecBk; ++j) row[j] = -INFINITY;
-        VF vmax = ninf;
-        for (int64_t j = 0; j < kDecBk; j += N) vmax = hn::Max(vmax, hn::LoadU(df, row + j));
-        const float bmax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-        if (bmax == -INFINITY) {  // nothing visible in this block: p = 0 for every key
+        const float alpha = SoftmaxBlock(df, row, kDecBk, &pm[mi], &pl[mi]);
+        if (alpha < 0.f) {  // nothing visible in this block: p = 0 for every key
           std::fill(row, row + kDecBk, 0.f);
           continue;
         }
-        const float m_old = pm[mi], m_new = std::max(m_old, bmax);
-        const float alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
-        const VF vm = hn::Set(df, m_new);
-        VF vsum = hn::Zero(df);
-        for (int64_t j = 0; j < kDecBk; j += N) {
-          const VF z = hn::LoadU(df, row + j);
-          const VF p = hn::IfThenZeroElse(hn::Eq(z, ninf), hn::Exp(df, hn::Sub(z, vm)));
-          hn::StoreU(p, df, row + j);
-          vsum = hn::Add(vsum, p);
-        }
-        pl[mi] = pl[mi] * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
-        pm[mi] = m_new;
         float* o = acc + mi * hd;
         if (alpha != 1.f)
           for (int64_t c = 0; c < hd; ++c) o[c] *= alpha;
