@@ -38,7 +38,9 @@
 namespace inkling {
 
 bool q4_bf16dot_handles(const MatView& w, int64_t n_tok) {
-  if (n_tok <= 2 && w.format == WeightFormat::kNvfp4 && w.group == 16 && w.cols % 16 == 0 &&
+  // NVFP4 takes it for up to 7 tokens (pairs of tokens per pass): the portable NVFP4 kernel
+  // decodes every code arithmetically and is ~5x slower at 4 tokens. 8+ go to the gemm.
+  if (n_tok < 8 && w.format == WeightFormat::kNvfp4 && w.group == 16 && w.cols % 16 == 0 &&
       w.scale_dtype == DType::F8_E4M3)
     return true;
   return n_tok <= 2 && w.format == WeightFormat::kAffine && w.bits == 4 && w.group >= 8 &&

@@ -291,6 +291,9 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
         }
       }
   QMat nv = make_nvfp4(9, 512, 1, rng);
+  EXPECT_TRUE(q4_bf16dot_handles(nv.view, 7));  // NVFP4: up to 7 tokens, in pairs
+  EXPECT_FALSE(q4_bf16dot_handles(nv.view, 8));
+  for (int64_t n_tok : {3, 5, 7}) compare(nv.view, n_tok, rng, "bf16dot nvfp4 odd tokens");
   compare(slice_cols(nv.view, 128, 256), 2, rng, "bf16dot nvfp4 column slice");
   compare(nv.view.slice_rows(3, 5), 1, rng, "bf16dot nvfp4 row slice");
   QMat q = make_affine(9, 512, 4, 64, DType::BF16, 1, rng);
