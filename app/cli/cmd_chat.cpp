@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <random>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "inkling/tokenizer.h"
+#include "sampling_options.h"
 
 namespace inkling::cli {
 
@@ -26,8 +26,7 @@ struct ChatArgs {
   std::string model_dir, system, effort;
   int max_tokens = 2048, threads = 0;
   bool show_reasoning = false;
-  SamplingParams sampling;
-  int64_t seed = -1;
+  SamplingOptions sampling;
 };
 
 void out(const std::string& s) {
@@ -50,9 +49,7 @@ int run_chat(const ChatArgs& a) {
   if (!ids.ok()) return fail(ids.status().message());
   const auto& eos = engine.value()->info().eos_ids;
 
-  SamplingParams sp = a.sampling;
-  sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
-  Sampler sampler(sp);
+  Sampler sampler(a.sampling.resolved());
   auto session = engine.value()->new_session();
   std::vector<int32_t> consumed;  // ids the session holds (the last prompt)
   std::shared_ptr<const SessionSnapshot> at_prompt;
@@ -139,8 +136,8 @@ int run_chat(const ChatArgs& a) {
 
 Runner add_chat(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
-  a->sampling.temperature = 0.7f;
-  a->sampling.top_p = 0.95f;
+  a->sampling.params.temperature = 0.7f;
+  a->sampling.params.top_p = 0.95f;
   app.add_option("-m,--model", a->model_dir, "model folder with tokenizer and chat template")
       ->required();
   app.add_option("--system", a->system, "system message");
@@ -149,14 +146,7 @@ Runner add_chat(CLI::App& app) {
   app.add_flag("--show-reasoning", a->show_reasoning, "print the model's reasoning (dimmed)");
   app.add_option("-n,--max-tokens", a->max_tokens, "most tokens per answer")
       ->check(CLI::Range(1, 1 << 24));
-  app.add_option("--temperature,--temp", a->sampling.temperature,
-                 "sampling temperature (0 = greedy)")
-      ->check(CLI::Range(0.0, 100.0));
-  app.add_option("--top-p", a->sampling.top_p, "nucleus sampling mass")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--top-k", a->sampling.top_k, "keep the k most likely tokens (0 = off)");
-  app.add_option("--min-p", a->sampling.min_p, "min-p filter")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", a->seed, "random seed (default: random)");
+  add_sampling_options(app, &a->sampling);
   app.add_option("-t,--threads", a->threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
   return [a]() { return run_chat(*a); };

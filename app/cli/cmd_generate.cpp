@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "inkling/tokenizer.h"
+#include "sampling_options.h"
 
 namespace inkling::cli {
 
@@ -27,8 +27,7 @@ struct GenerateArgs {
   int threads = 0;
   int64_t ctx_size = 0;
   bool json = false;
-  SamplingParams sampling;
-  int64_t seed = -1;
+  SamplingOptions sampling;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -89,9 +88,7 @@ int run_generate(const GenerateArgs& a) {
   const ModelInfo& info = engine.value()->info();
   auto session = engine.value()->new_session();
 
-  SamplingParams sp = a.sampling;
-  sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
-  Sampler sampler(sp);
+  Sampler sampler(a.sampling.resolved());
 
   const auto& prompt = ids.value();
   auto t0 = std::chrono::steady_clock::now();
@@ -173,7 +170,7 @@ int run_generate(const GenerateArgs& a) {
 
 Runner add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  a->sampling.temperature = 0.8f;
+  a->sampling.params.temperature = 0.8f;
   app.add_option("-m,--model", a->model_dir, "model folder")->required();
   a->prompt_opt = app.add_option("-p,--prompt", a->prompt,
                                  "prompt text (needs the model folder's tokenizer files)");
@@ -181,16 +178,7 @@ Runner add_generate(CLI::App& app) {
       app.add_option("--token-ids", a->token_ids, "prompt as token ids, e.g. 976,9029,328");
   app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")
       ->check(CLI::Range(0, 1 << 24));
-  app.add_option("--temperature,--temp", a->sampling.temperature,
-                 "sampling temperature (0 = greedy)")
-      ->check(CLI::Range(0.0, 100.0));
-  app.add_option("--top-k", a->sampling.top_k, "keep the k most likely tokens (0 = off)")
-      ->check(CLI::Range(0, 1 << 30));
-  app.add_option("--top-p", a->sampling.top_p, "nucleus sampling mass (1 = off)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--min-p", a->sampling.min_p, "drop tokens below min_p x the top probability")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", a->seed, "random seed (default: random)");
+  add_sampling_options(app, &a->sampling);
   app.add_option("-t,--threads", a->threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
   app.add_option("-c,--ctx-size", a->ctx_size,
