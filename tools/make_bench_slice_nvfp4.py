@@ -12,7 +12,7 @@ writes its `quant_nvfp4` fixture: the routed experts of every MoE layer but the 
 (w13 keeps its gate/up row interleave), everything else stays as it is (bf16), and
 hf_quant_config.json lists the excluded modules. Per expert matrix: scale2 = amax / (6 * 448),
 block scale = block amax / 6 / scale2 rounded to E4M3, codes = nearest E2M1 of w / (e4m3 * scale2)
-(ties to the even magnitude index), the fixture's recipe.
+(ties to the even magnitude index): tools/nvfp4.py, the fixture's own quantizer.
 
     python tools/make_bench_slice_nvfp4.py    # models/inkling-small-slice-bf16 -> models/inkling-small-slice-nvfp4
 
@@ -28,37 +28,19 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
 ROOT = Path(__file__).resolve().parent.parent
-E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
-MIDS = (E2M1[1:] + E2M1[:-1]) / 2
-
-
-def e2m1_codes(a: np.ndarray) -> np.ndarray:
-    """Nearest E2M1 code (bit 3 sign), ties to the even magnitude index."""
-    mag = np.abs(a)
-    idx = np.searchsorted(MIDS, mag, side="left")  # a tie at MIDS[k] gives k (the lower index)
-    tie = (idx < 7) & (mag == MIDS[np.minimum(idx, 6)]) & (idx % 2 == 1)
-    idx = np.where(tie, idx + 1, idx)
-    return (idx | np.where((a < 0) & (idx > 0), 8, 0)).astype(np.uint8)
+sys.path.insert(0, str(ROOT / "tools"))
+from nvfp4 import nvfp4_quantize  # noqa: E402  (the quantizer the quant_nvfp4 fixture uses)
 
 
 def quantize(w: torch.Tensor):
     """One expert [rows, cols] (bf16) -> (codes U8 [rows, cols/2], scales E4M3 [rows, cols/16], scale2)."""
-    w = w.float().numpy()
-    rows, cols = w.shape
-    scale2 = np.float32(np.abs(w).max() / np.float32(6.0 * 448.0))
-    blocks = w.reshape(rows, cols // 16, 16)
-    bs = (np.abs(blocks).max(-1) / np.float32(6.0)) / scale2
-    sbytes = torch.from_numpy(np.clip(bs, 2.0**-9, 448.0).astype(np.float32)).to(torch.float8_e4m3fn)
-    factor = (sbytes.float().numpy() * scale2).astype(np.float32)
-    codes = e2m1_codes(blocks / factor[..., None]).reshape(rows, cols)
-    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
-    return torch.from_numpy(packed), sbytes, float(scale2)
+    packed, sbytes, scale2, _ = nvfp4_quantize(w.float().numpy(), with_deq=False)
+    return torch.from_numpy(packed), torch.from_numpy(sbytes).view(torch.float8_e4m3fn), float(scale2)
 
 
 def main(argv=None) -> int:

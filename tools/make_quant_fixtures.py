@@ -50,6 +50,7 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_fixtures as mf  # noqa: E402  (reuse the fixture builder, renames and writers)
+from nvfp4 import nvfp4_decode, nvfp4_quantize  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures"
@@ -243,52 +244,7 @@ def mlxvlm_files(sd: dict, cfg):
 # NVFP4 (ModelOpt)
 # ------------------------------------------------------------------------------------------------
 
-E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float32)
-
-
-def e4m3_round(x: np.ndarray) -> np.ndarray:
-    """f32 -> E4M3 bytes (round to nearest even, via torch's float8_e4m3fn cast)."""
-    return torch.from_numpy(x.astype(np.float32)).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
-
-
-def e4m3_value(b: np.ndarray) -> np.ndarray:
-    return torch.from_numpy(b.astype(np.uint8)).view(torch.float8_e4m3fn).float().numpy()
-
-
-def e2m1_round(a: np.ndarray) -> np.ndarray:
-    """Nearest E2M1 code (sign bit 3), ties to the even magnitude index."""
-    mag = np.abs(a)
-    d = np.abs(mag[..., None] - E2M1)
-    best = np.argmin(d, axis=-1)
-    # ties: argmin picks the lower index; prefer the even one
-    dmin = np.take_along_axis(d, best[..., None], -1)[..., 0]
-    nxt = np.minimum(best + 1, 7)
-    tie = (np.take_along_axis(d, nxt[..., None], -1)[..., 0] == dmin) & (best % 2 == 1) & (nxt != best)
-    best = np.where(tie, nxt, best)
-    return (best | np.where((a < 0) & (best > 0), 8, 0)).astype(np.uint8)
-
-
-def nvfp4_quantize(w: np.ndarray):
-    """One expert tensor [rows, cols] -> (codes U8 [rows, cols/2], scales U8 [rows, cols/16], scale2, deq)."""
-    w = w.astype(np.float32)
-    rows, cols = w.shape
-    scale2 = np.float32(np.abs(w).max() / np.float32(6.0 * 448.0))
-    blocks = w.reshape(rows, cols // 16, 16)
-    bs = (np.abs(blocks).max(-1) / np.float32(6.0)) / scale2
-    sbytes = e4m3_round(np.clip(bs, 2.0**-9, 448.0))
-    factor = (e4m3_value(sbytes) * scale2).astype(np.float32)  # the block factor, rounded once
-    codes = e2m1_round(blocks / factor[..., None]).reshape(rows, cols)
-    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
-    deq = nvfp4_decode(packed, sbytes, scale2)
-    return packed, sbytes, scale2, deq
-
-
-def nvfp4_decode(packed, sbytes, scale2):
-    lo, hi = packed & 15, packed >> 4
-    codes = np.stack([lo, hi], -1).reshape(packed.shape[0], -1)
-    val = np.where(codes & 8, -1.0, 1.0).astype(np.float32) * E2M1[codes & 7]
-    factor = (e4m3_value(sbytes) * np.float32(scale2)).astype(np.float32)
-    return (val * np.repeat(factor, 16, axis=-1)).astype(np.float32)
+# The quantizer itself lives in tools/nvfp4.py (shared with make_bench_slice_nvfp4.py).
 
 
 def nvfp4_files(sd: dict, cfg):
