@@ -18,6 +18,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "ops/e2m1-inl.h"
+
 #include "base/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -249,22 +251,10 @@ void Nvfp4Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r
                float* y, int64_t ldy) {
   const hn::CappedTag<float, 8> d;  // 2N <= 16: a chunk never straddles two blocks
   const hn::RebindToUnsigned<decltype(d)> du;
-  const hn::RebindToSigned<decltype(d)> di;
   const hn::Rebind<uint8_t, decltype(d)> d8;
   const int64_t N = int64_t(hn::Lanes(d));
   const int64_t nblocks = w.cols / 16;
-  const auto zero = hn::Zero(d), four = hn::Set(d, 4.f), six = hn::Set(d, 6.f);
-  const auto mag_mask = hn::Set(du, 7u), sign_mask = hn::Set(du, 8u);
-  // 2 * e2m1 magnitude of index m (0..7 -> 0,1,2,3,4,6,8,12) without a table:
-  // m + max(m - 4, 0) + 2 * max(m - 6, 0); the sign bit moves to bit 31. The factor 1/2 is
-  // folded into the block scale.
-  auto decode = [&](decltype(hn::Zero(du)) q) {
-    const auto m = hn::ConvertTo(d, hn::BitCast(di, hn::And(q, mag_mask)));
-    const auto m4 = hn::Max(hn::Sub(m, four), zero), m6 = hn::Max(hn::Sub(m, six), zero);
-    const auto v = hn::Add(hn::Add(m, m4), hn::Add(m6, m6));
-    const auto sign = hn::ShiftLeft<28>(hn::And(q, sign_mask));
-    return hn::BitCast(d, hn::Or(hn::BitCast(du, v), sign));
-  };
+  const auto zero = hn::Zero(d);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* codes = w.row(r);
     const uint8_t* srow = w.scales + size_t(r * w.scale_stride);
@@ -275,7 +265,8 @@ void Nvfp4Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r
       for (int t = 0; t < NT; ++t) acc[t] = zero;
       for (int64_t c = blk * 16; c < blk * 16 + 16; c += 2 * N) {
         const auto q = hn::PromoteTo(du, hn::LoadU(d8, codes + c / 2));
-        const auto lo = decode(q), hi = decode(hn::ShiftRight<4>(q));
+        // Codes decode to twice their value; the factor 1/2 is folded into the block scale.
+        const auto lo = TwiceE2m1(d, q), hi = TwiceE2m1(d, hn::ShiftRight<4>(q));
         for (int t = 0; t < NT; ++t) {
           decltype(hn::Zero(d)) xe, xo;
           hn::LoadInterleaved2(d, x + t * ldx + c, xe, xo);
