@@ -184,11 +184,12 @@ int run_bench(const BenchArgs& a) {
   // shared machine the bandwidth moves within seconds, so every segment is also compared with the
   // bandwidth of its own moment (decode_ratio_interleaved, the median over segments).
   constexpr int64_t kSegment = 4;
+  ReadProbe seg_probe(probe_pool, size_t(256) << 20);  // one buffer for every segment's probe
   std::vector<double> seg_bw, seg_rate;
   double decode_s = 0;
   for (int64_t i = 0; i < a.gen; i += kSegment) {
     const int64_t n = std::min(kSegment, a.gen - i);
-    seg_bw.push_back(measure_read_bandwidth_gbs(probe_pool, size_t(256) << 20, 2));
+    seg_bw.push_back(seg_probe.measure(2));
     t0 = now_s();
     for (int64_t j = i; j < i + n; ++j)
       if (auto r = session->decode(gen[size_t(j)]); !r.ok()) return fail(r.status().message());

@@ -90,28 +90,38 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int reps) {
-  const size_t n = bytes / sizeof(float);
-  std::unique_ptr<float[]> buf(new float[n]);  // uninitialised: pages are first touched below
-  const size_t nt = size_t(pool.size());
-  std::vector<float> sums(nt);
+ReadProbe::ReadProbe(ThreadPool& pool, size_t bytes)
+    : pool_(pool),
+      buf_(new float[bytes / sizeof(float)]),  // uninitialised: pages are first touched below
+      n_(bytes / sizeof(float)) {
+  const size_t n = n_, nt = size_t(pool.size());
+  float* buf = buf_.get();
   pool.parallel_for(nt, [&](size_t b, size_t e) {
-    for (size_t t = b; t < e; ++t)
-      std::fill(buf.get() + n * t / nt, buf.get() + n * (t + 1) / nt, 1.f);
+    for (size_t t = b; t < e; ++t) std::fill(buf + n * t / nt, buf + n * (t + 1) / nt, 1.f);
   });
+}
+
+double ReadProbe::measure(int reps) {
+  ThreadPool& pool = pool_;
+  const size_t n = n_, nt = size_t(pool.size());
+  const float* buf = buf_.get();
+  std::vector<float> sums(nt);
   double best = 0;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.parallel_for(nt, [&](size_t b, size_t e) {
       for (size_t t = b; t < e; ++t)
-        sums[t] =
-            HWY_DYNAMIC_DISPATCH(SumRead)(buf.get() + n * t / nt, n * (t + 1) / nt - n * t / nt);
+        sums[t] = HWY_DYNAMIC_DISPATCH(SumRead)(buf + n * t / nt, n * (t + 1) / nt - n * t / nt);
     });
     best = std::max(best, double(n * sizeof(float)) / seconds_since(t0) / 1e9);
   }
   volatile float keep = sums[0];
   (void)keep;
   return best;
+}
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int reps) {
+  return ReadProbe(pool, bytes).measure(reps);
 }
 
 double measure_fma_gflops(ThreadPool& pool, int reps) {
