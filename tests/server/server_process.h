@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -120,6 +122,32 @@ class ServerProcess {
   pid_t pid_ = 0;
   int port_ = 0;
   int exit_code_ = -1;
+};
+
+// A test suite sharing one server: started before the first test with Derived::server_args(),
+// stopped (and required to exit cleanly) after the last; every test is skipped when the tiny
+// model cannot be made.
+template <class Derived>
+class SharedServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    skip_ = ensure_tiny_model();
+    if (!skip_.empty()) return;
+    server_ = new ServerProcess(Derived::server_args());
+  }
+  static void TearDownTestSuite() {
+    if (server_) {
+      EXPECT_EQ(server_->stop(), 0) << "server did not shut down cleanly";
+    }
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_GT(server_->port(), 0) << "server did not start";
+  }
+  static inline std::string skip_;
+  static inline ServerProcess* server_ = nullptr;
 };
 
 }  // namespace inkling::testing

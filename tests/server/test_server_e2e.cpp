@@ -43,25 +43,14 @@ std::string write_script() {
   return path;
 }
 
-class ServerE2E : public ::testing::Test {
+class ServerE2E : public testing::SharedServerTest<ServerE2E> {
+ public:
+  static std::vector<std::string> server_args() {
+    return {"--parallel", "4",   "--api-key",     kKey,
+            "--ctx-size", "512", "--test-script", write_script()};
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    skip_ = testing::ensure_tiny_model();
-    if (!skip_.empty()) return;
-    server_ = new ServerProcess({"--parallel", "4", "--api-key", kKey, "--ctx-size", "512",
-                                 "--test-script", write_script()});
-  }
-  static void TearDownTestSuite() {
-    if (server_) {
-      EXPECT_EQ(server_->stop(), 0) << "server did not shut down cleanly";
-    }
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    ASSERT_GT(server_->port(), 0) << "server did not start";
-  }
   static httplib::Client client(bool auth = true) {
     httplib::Client c("127.0.0.1", server_->port());
     c.set_read_timeout(120, 0);
@@ -83,11 +72,7 @@ class ServerE2E : public ::testing::Test {
     const std::regex re("\n" + name + " ([0-9.eE+-]+)");
     return std::regex_search(r->body, m, re) ? std::stod(m[1]) : -1;
   }
-  static std::string skip_;
-  static ServerProcess* server_;
 };
-std::string ServerE2E::skip_;
-ServerProcess* ServerE2E::server_ = nullptr;
 
 // POST whose response body is handed to `receive` as it arrives (false = hang up).
 httplib::Result post_stream(httplib::Client& c, const std::string& path, const json& body,

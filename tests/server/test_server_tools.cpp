@@ -21,7 +21,6 @@ namespace inkling {
 namespace {
 
 using nlohmann::json;
-using testing::ServerProcess;
 
 std::string write_script() {
   const std::string path = INKLING_BINARY_DIR "/server_tools_script.json";
@@ -56,25 +55,13 @@ json named(const char* name) {
   return {{"type", "function"}, {"function", {{"name", name}}}};
 }
 
-class ServerTools : public ::testing::Test {
+class ServerTools : public testing::SharedServerTest<ServerTools> {
+ public:
+  static std::vector<std::string> server_args() {
+    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_script()};
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    skip_ = testing::ensure_tiny_model();
-    if (!skip_.empty()) return;
-    server_ = new ServerProcess(
-        {"--parallel", "2", "--ctx-size", "512", "--test-script", write_script()});
-  }
-  static void TearDownTestSuite() {
-    if (server_) {
-      EXPECT_EQ(server_->stop(), 0) << "server did not shut down cleanly";
-    }
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    ASSERT_GT(server_->port(), 0) << "server did not start";
-  }
   // Non-streaming chat; the first choice, with a 200 expected.
   static json chat(const std::string& text, const json& tool_choice, json extra = json::object()) {
     json body = {{"messages", json::array({{{"role", "user"}, {"content", text}}})},
@@ -87,11 +74,7 @@ class ServerTools : public ::testing::Test {
     EXPECT_EQ(st, 200) << r.dump();
     return r.contains("choices") ? r["choices"][0] : json();
   }
-  static std::string skip_;
-  static ServerProcess* server_;
 };
-std::string ServerTools::skip_;
-ServerProcess* ServerTools::server_ = nullptr;
 
 TEST_F(ServerTools, AutoFollowsTheModel) {
   json c = chat("weather in Paris?", nullptr);

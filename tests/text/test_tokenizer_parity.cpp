@@ -11,14 +11,7 @@
 #include <vector>
 
 #include "inkling/tokenizer.h"
-
-namespace inkling::testing {
-// Defined in test_tokenizer_util.cpp.
-std::string shared_data(const std::string& rel);          // ../shared/data/<rel>
-std::shared_ptr<const Tokenizer> hf_tokenizer();          // inkling/tokenizer.json, once
-std::shared_ptr<const Tokenizer> tiktoken_tokenizer();    // tiktoken/tokenizer.model, once
-std::filesystem::path temp_dir(const std::string& name);  // fresh, under the temp dir
-}  // namespace inkling::testing
+#include "tokenizer_test_util.h"
 
 namespace inkling {
 namespace {

@@ -1,4 +1,4 @@
-// Shared helpers for the tokenizer tests (declared at the top of each test_tokenizer*.cpp):
+// Shared helpers for the tokenizer tests (declared in tokenizer_test_util.h):
 // the real Inkling vocabulary loaded once per process, from tokenizer.json and from
 // tiktoken/tokenizer.model, paths into ../shared/data, and temporary folders.
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "inkling/tokenizer.h"
+#include "tokenizer_test_util.h"
 
 namespace inkling::testing {
 
