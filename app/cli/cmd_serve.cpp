@@ -1,9 +1,13 @@
 // `inkling serve`: the OpenAI-compatible HTTP server (app/server). SIGINT/SIGTERM are handled by
 // a sigwait thread, which stops the server cleanly (no work in a signal handler).
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -11,6 +15,28 @@
 #include "commands.h"
 
 namespace inkling::cli {
+
+namespace {
+
+// The API key from --api-key, else --api-key-file, else $INKLING_API_KEY (the command line is
+// visible to every user through ps; a file or the environment is not).
+Status resolve_api_key(const std::string& file, std::string* key) {
+  if (!key->empty() && !file.empty())
+    return Status::error("[serve] give --api-key or --api-key-file, not both");
+  if (!file.empty()) {
+    std::ifstream f(file);
+    if (!f) return Status::error("[serve] --api-key-file " + file + ": cannot read");
+    std::getline(f, *key);
+    while (!key->empty() && std::isspace(static_cast<unsigned char>(key->back()))) key->pop_back();
+    if (key->empty()) return Status::error("[serve] --api-key-file " + file + ": empty first line");
+    return Status::success();
+  }
+  if (key->empty())
+    if (const char* env = std::getenv("INKLING_API_KEY"); env && *env) *key = env;
+  return Status::success();
+}
+
+}  // namespace
 
 Runner add_serve(CLI::App& app) {
   auto o = std::make_shared<server::ServerOptions>();
@@ -25,7 +51,11 @@ Runner add_serve(CLI::App& app) {
   app.add_option("-c,--ctx-size", o->ctx_size,
                  "context per slot in tokens (0 = model_max_length, at most 32768)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 32));
-  app.add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY'");
+  app.add_option("--api-key", o->api_key,
+                 "require 'Authorization: Bearer KEY' (visible in ps: prefer --api-key-file or "
+                 "INKLING_API_KEY)");
+  auto key_file = std::make_shared<std::string>();
+  app.add_option("--api-key-file", *key_file, "read the API key from the first line of FILE");
   app.add_option("-t,--threads", o->threads, "engine threads (0 = all cores)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--queue-size", o->max_queue, "requests waiting for a slot before 503")
@@ -35,11 +65,52 @@ Runner add_serve(CLI::App& app) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   app.add_option("--prefix-cache-mb", o->prefix_cache_mb, "memory for prefix-cache snapshots")
       ->capture_default_str();
+  app.add_option("--max-body-bytes", o->max_body_bytes,
+                 "largest request body in bytes after decoding (chunked, gzip)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1024), size_t(1) << 32));
+  auto body_mem_mb = std::make_shared<size_t>(o->max_body_memory >> 20);
+  app.add_option("--max-body-memory-mb", *body_mem_mb,
+                 "request bodies held at once by all connections; more: 503")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1), size_t(1) << 20));
+  app.add_option("--max-connections", o->max_connections,
+                 "open connections at once; more are answered 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--backlog", o->backlog, "listen backlog (connections waiting to be accepted)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--request-timeout", o->request_timeout_s,
+                 "seconds a client has to send a whole request (head and body)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--idle-timeout", o->idle_timeout_s,
+                 "seconds a keep-alive connection may wait for its next request")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--io-timeout", o->io_timeout_s,
+                 "seconds one socket read or write may make no progress")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--shutdown-grace", o->shutdown_grace_s,
+                 "on SIGTERM/SIGINT: seconds requests in flight may still finish")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--alias", o->alias, "model id reported by the API (default: folder name)");
   app.add_flag("-v,--verbose", o->verbose, "log each request to stderr");
   // TEST ONLY: forced outputs for deterministic end-to-end tests (docs/api.md, "Testing").
   app.add_option("--test-script", o->test_script)->group("");
-  return [o]() -> int {
+  return [o, key_file, body_mem_mb]() -> int {
+    o->max_body_memory = *body_mem_mb << 20;
+    if (auto st = resolve_api_key(*key_file, &o->api_key); !st.ok()) return fail(st.message());
+#ifdef __GLIBC__
+    // Request bodies (up to --max-body-bytes) and per-request buffers are allocated by many
+    // connection threads. A fixed mmap threshold returns each large buffer to the system when
+    // freed; glibc's adaptive one would raise itself to 8 MiB and leave such buffers parked in
+    // every thread arena (hundreds of MB of resident memory under load, never returned).
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);

@@ -255,10 +255,46 @@ Err check_tools(const ojson& tools, std::set<std::string>* names) {
 }  // namespace
 
 std::optional<ApiError> parse_json_body(const std::string& body, ojson* out) {
+  // The parser callback keeps the key path and the nesting depth as it goes, so an error can
+  // name the field it happened in (a number like 1e400 that overflows a double is one), and a
+  // deeply nested body is refused before anything walks it recursively.
+  std::vector<std::string> path;
+  int deepest = 0;
+  struct TooDeep {};
+  auto where = [&path] {
+    std::string w;
+    for (const auto& k : path)
+      if (!k.empty()) w += (w.empty() ? "" : ".") + k;
+    return w;
+  };
+  auto cb = [&](int depth, nlohmann::json::parse_event_t ev, ojson& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (ev == E::object_start || ev == E::array_start) {
+      deepest = std::max(deepest, depth + 1);
+      if (depth + 1 > kMaxJsonDepth) throw TooDeep{};
+      path.resize(size_t(depth) + 1);
+    } else if (ev == E::key) {
+      path.resize(size_t(depth));
+      if (depth > 0) path[size_t(depth) - 1] = parsed.is_string() ? parsed.get<std::string>() : "";
+    } else if (ev == E::object_end || ev == E::array_end) {
+      path.resize(size_t(depth));
+    }
+    return true;
+  };
   try {
-    *out = ojson::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
-    return bad_request("invalid JSON body: " + std::string(e.what()), "", "invalid_json");
+    *out = ojson::parse(body, cb);
+  } catch (const TooDeep&) {
+    return bad_request("request body nested deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels" + (where().empty() ? "" : " (in '" + where() + "')"),
+                       where(), "too_deep");
+  } catch (const nlohmann::json::out_of_range&) {
+    // nlohmann reports a number that overflows a double as out_of_range (406).
+    const std::string w = where();
+    return bad_request("invalid number in " + (w.empty() ? "the request body" : "'" + w + "'") +
+                           ": it does not fit a 64-bit float",
+                       w, "invalid_value");
+  } catch (const nlohmann::json::exception& e) {
+    return bad_request("invalid JSON body: " + std::string(e.what()), where(), "invalid_json");
   }
   if (!out->is_object()) return bad_request("the request body must be a JSON object");
   return std::nullopt;

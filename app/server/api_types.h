@@ -79,7 +79,11 @@ std::optional<ApiError> parse_tokenize_request(const ojson& body, TokenizeReques
 std::optional<ApiError> parse_detokenize_request(const ojson& body, int64_t vocab,
                                                  std::vector<int32_t>* out);
 
-// A body as JSON; invalid JSON or a non-object is a 400 naming the byte offset.
+// Deepest nesting of arrays/objects accepted in a request body (tool schemas nest a few levels).
+inline constexpr int kMaxJsonDepth = 100;
+
+// A body as JSON; invalid JSON or a non-object is a 400 naming the byte offset; a number that
+// overflows a double is a 400 naming its field; nesting beyond kMaxJsonDepth is a 400.
 std::optional<ApiError> parse_json_body(const std::string& body, ojson* out);
 
 }  // namespace inkling::server

@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "inkling/chat.h"
 #include "inkling/engine.h"
 #include "inkling/tokenizer.h"
+#include "listener.h"
 #include "metrics.h"
 #include "scheduler.h"
 #include "server.h"
@@ -35,6 +37,9 @@ struct Context {
   int64_t ctx_size = 0;
   Metrics metrics;
   std::unique_ptr<Scheduler> scheduler;
+  const Listener* listener = nullptr;
+  std::atomic<int64_t> body_bytes_in_use{0};  // request bodies held now (server.cpp, read_body)  //
+                                              // connection counters; stopping() while draining
   std::vector<ScriptEntry> script;
 
   std::vector<int32_t> forced_for(const std::string& prompt_text) const;
@@ -46,7 +51,10 @@ void send_json(httplib::Response& res, const ojson& j, int status = 200);
 void send_error(httplib::Response& res, const ApiError& e);
 
 // Route handlers (handlers_generate.cpp).
-void handle_chat(Context& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_completions(Context& ctx, const httplib::Request& req, httplib::Response& res);
+// `body` is the request body, already read within the size limit (server.cpp, read_body).
+void handle_chat(Context& ctx, const httplib::Request& req, const std::string& body,
+                 httplib::Response& res);
+void handle_completions(Context& ctx, const httplib::Request& req, const std::string& body,
+                        httplib::Response& res);
 
 }  // namespace inkling::server

@@ -121,7 +121,7 @@ std::shared_ptr<Job> submit(Context& ctx, JobParams p, httplib::Response& res) {
     ApiError e;
     e.status = 503;
     e.type = "server_error";
-    e.code = "queue_full";
+    e.code = s.message() == kShutdownError ? "shutting_down" : "queue_full";
     e.message = s.message() + "; retry later";
     send_error(res, e);
     return nullptr;
@@ -131,8 +131,14 @@ std::shared_ptr<Job> submit(Context& ctx, JobParams p, httplib::Response& res) {
 
 ApiError job_error(const Job& job) {
   ApiError e;
-  e.status = 500;
   e.type = "server_error";
+  if (job.error == kShutdownError) {  // cancelled by the drain at the end of the grace period
+    e.status = 503;
+    e.code = "shutting_down";
+    e.message = "the server is shutting down; retry later";
+    return e;
+  }
+  e.status = 500;
   e.message = job.error.empty() ? "generation failed" : job.error;
   return e;
 }
@@ -214,9 +220,10 @@ struct ChatRun {
 
 }  // namespace
 
-void handle_chat(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_chat(Context& ctx, const httplib::Request& req, const std::string& raw,
+                 httplib::Response& res) {
   ojson body;
-  if (auto e = parse_json_body(req.body, &body)) return send_error(res, *e);
+  if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   ChatRequest cr;
   if (auto e = parse_chat_request(body, &cr)) return send_error(res, *e);
   auto prompt = ctx.tmpl->render(cr.render_request);
@@ -327,9 +334,10 @@ void handle_chat(Context& ctx, const httplib::Request& req, httplib::Response& r
 
 // ---- completions -----------------------------------------------------------------------------
 
-void handle_completions(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_completions(Context& ctx, const httplib::Request& req, const std::string& raw,
+                        httplib::Response& res) {
   ojson body;
-  if (auto e = parse_json_body(req.body, &body)) return send_error(res, *e);
+  if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   CompletionRequest cr;
   if (auto e = parse_completion_request(body, ctx.engine->info().unpadded_vocab, &cr))
     return send_error(res, *e);

@@ -1,6 +1,8 @@
 // PeerWatch (see peer.h): socket lookup through /proc/self/fd, liveness by a non-blocking peek.
 #include "peer.h"
 
+#include "listener.h"
+
 #include <dirent.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -43,6 +45,8 @@ bool matches(int fd, const httplib::Request& req) {
 }  // namespace
 
 PeerWatch::PeerWatch(const httplib::Request& req) {
+  // Served by our Listener: the connection's socket is known (no descriptor scan).
+  if ((fd_ = conn::socket_fd()) >= 0) return;
   if (req.remote_port <= 0 || req.local_port <= 0) return;
   DIR* d = opendir("/proc/self/fd");
   if (!d) return;

@@ -107,7 +107,7 @@ void Scheduler::stop() {
 Status Scheduler::submit(std::shared_ptr<Job> job) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (stopping_) return Status::error("[server] shutting down");
+    if (stopping_) return Status::error(std::string(kShutdownError));
     if (int64_t(queue_.size()) >= int64_t(opts_.max_queue) + free_slots_.load())
       return Status::error("[server] queue full: " + std::to_string(queue_.size()) +
                            " requests waiting for " + std::to_string(slots_.size()) + " slots");
@@ -130,9 +130,9 @@ void Scheduler::loop() {
     step();
   }
   for (auto& s : slots_)
-    if (s->job) finish_slot(*s, "error", "[server] shutting down");
+    if (s->job) finish_slot(*s, "error", std::string(kShutdownError));
   std::lock_guard<std::mutex> lk(mu_);
-  for (auto& j : queue_) j->finish("error", "[server] shutting down");
+  for (auto& j : queue_) j->finish("error", std::string(kShutdownError));
   queue_.clear();
 }
 
@@ -186,6 +186,14 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   if (s->cached > 0) metrics_->prefix_cache_hits += 1;
 }
 
+void Scheduler::snapshot_to_cache(Slot& s) {
+  auto snap = s.session->snapshot();
+  // Everything the entry keeps alive: the snapshot's buffers, the token key, the entry itself.
+  const size_t bytes =
+      snapshot_bytes(*snap) + s.history.size() * sizeof(int32_t) + sizeof(PrefixCache::Entry);
+  cache_.insert(s.history, std::move(snap), bytes, ++tick_);
+}
+
 void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::string& error) {
   if (!s.job) return;
   s.job->finish(reason, error, s.cached);
@@ -196,7 +204,7 @@ void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::strin
   } else if (int64_t(s.history.size()) >= opts_.min_snapshot_tokens &&
              !cache_.contains(s.history)) {
     // The state at the end of this turn: the next turn of the conversation starts here.
-    cache_.insert(s.history, s.session->snapshot(), s.session->state_bytes(), ++tick_);
+    snapshot_to_cache(s);
   }
   metrics_->prefix_cache_entries = cache_.size();
   metrics_->prefix_cache_bytes = cache_.bytes();
@@ -329,7 +337,7 @@ bool Scheduler::step() {
           s.next_snap < p.snapshot_at.size() && size_t(p.snapshot_at[s.next_snap]) == s.prefill_pos;
       if (at_boundary && int64_t(s.prefill_pos) >= opts_.min_snapshot_tokens &&
           !cache_.contains(s.history))
-        cache_.insert(s.history, s.session->snapshot(), s.session->state_bytes(), ++tick_);
+        snapshot_to_cache(s);
       if (s.prefill_pos < p.prompt.size()) continue;
     }
     TokenEvent ev;

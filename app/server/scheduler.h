@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -88,6 +89,9 @@ class Job {
   std::atomic<bool> cancelled_{false};
 };
 
+// Job::error of the jobs that stop() ends (the server answers them 503, not 500).
+inline constexpr std::string_view kShutdownError = "[server] shutting down";
+
 struct SchedulerOptions {
   int n_slots = 1;
   int64_t ctx_size = 4096;
@@ -116,6 +120,8 @@ class Scheduler {
   bool step();
   int32_t choose(Slot& s, std::span<const float> logits, TokenEvent* ev);
   void finish_slot(Slot& s, const std::string& reason, const std::string& error = "");
+  // Adds the slot's state at its current history to the prefix cache, counted in full.
+  void snapshot_to_cache(Slot& s);
 
   std::shared_ptr<Engine> engine_;
   SchedulerOptions opts_;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "context.h"
+#include "listener.h"
 
 namespace inkling::server {
 
@@ -32,12 +33,14 @@ std::vector<int32_t> Context::forced_for(const std::string& prompt_text) const {
 
 struct Server::Impl {
   Context ctx;
+  std::unique_ptr<Listener> listener;
   httplib::Server http;
   int port = 0;
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() {
+  if (impl_->listener) impl_->listener->drain([this] { impl_->ctx.scheduler->stop(); });
   if (impl_->ctx.scheduler) impl_->ctx.scheduler->stop();
 }
 
@@ -67,9 +70,10 @@ const char* route_label(const std::string& path) {
   return "other";
 }
 
-void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_tokenize(Context& ctx, const httplib::Request&, const std::string& raw,
+                     httplib::Response& res) {
   ojson body;
-  if (auto e = parse_json_body(req.body, &body)) return send_error(res, *e);
+  if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   TokenizeRequest tr;
   if (auto e = parse_tokenize_request(body, &tr)) return send_error(res, *e);
   std::string text = tr.text;
@@ -89,9 +93,10 @@ void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Respons
   send_json(res, out);
 }
 
-void handle_detokenize(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_detokenize(Context& ctx, const httplib::Request&, const std::string& raw,
+                       httplib::Response& res) {
   ojson body;
-  if (auto e = parse_json_body(req.body, &body)) return send_error(res, *e);
+  if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   std::vector<int32_t> ids;
   if (auto e = parse_detokenize_request(body, int64_t(ctx.tok->vocab_size()), &ids))
     return send_error(res, *e);
@@ -99,26 +104,202 @@ void handle_detokenize(Context& ctx, const httplib::Request& req, httplib::Respo
   send_json(res, {{"prompt", text}, {"content", text}});
 }
 
+// The routes and the methods they answer; anything else is refused before a body is read.
+struct Route {
+  const char* path;
+  const char* method;  // "GET" (HEAD too) or "POST"
+};
+constexpr Route kRouteTable[] = {{"/v1/chat/completions", "POST"},
+                                 {"/v1/completions", "POST"},
+                                 {"/tokenize", "POST"},
+                                 {"/detokenize", "POST"},
+                                 {"/v1/models", "GET"},
+                                 {"/health", "GET"},
+                                 {"/metrics", "GET"}};
+
+const Route* find_route(const std::string& path) {
+  for (const Route& r : kRouteTable)
+    if (path == r.path) return &r;
+  return nullptr;
+}
+
+// The request announces a body (whose bytes would be parsed as the next request if unread).
+bool announces_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// `Authorization: Bearer KEY`: the scheme is case-insensitive (RFC 9110 11.1); the key is
+// compared in constant time.
+bool authorized(const std::string& header, const std::string& key) {
+  const size_t sp = header.find(' ');
+  if (sp == std::string::npos || !iequals(std::string_view(header).substr(0, sp), "bearer"))
+    return false;
+  std::string_view token = std::string_view(header).substr(sp);
+  while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+  if (token.size() != key.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(token[i] ^ key[i]);
+  return diff == 0;
+}
+
+// Refuses a request before its body is read; an announced body stays unread, so the
+// connection is not reused.
+httplib::Server::HandlerResponse refuse(const httplib::Request& req, httplib::Response& res,
+                                        const ApiError& e) {
+  if (announces_body(req)) {
+    conn::close_after_response();
+    res.set_header("Connection", "close");
+  }
+  send_error(res, e);
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+// Bytes of request bodies held by all connections together, bounded by --max-body-memory-mb:
+// with hundreds of connections each may send a body up to the per-request limit at once.
+class BodyReservation {
+ public:
+  BodyReservation(std::atomic<int64_t>& in_use, int64_t budget)
+      : in_use_(in_use), budget_(budget) {}
+  ~BodyReservation() { in_use_ -= held_; }
+  bool grow(size_t n) {
+    if (in_use_.fetch_add(int64_t(n)) + int64_t(n) > budget_) {
+      in_use_ -= int64_t(n);
+      return false;
+    }
+    held_ += int64_t(n);
+    return true;
+  }
+
+ private:
+  std::atomic<int64_t>& in_use_;
+  int64_t budget_;
+  int64_t held_ = 0;
+};
+
+// Reads the request body, decoded (chunked transfer, gzip / deflate / br content encoding),
+// stopping at max_body_bytes of DECODED bytes: neither a chunked stream nor a compression bomb
+// gets past the limit.
+std::optional<ApiError> read_body(const Context& ctx, const httplib::Request& req,
+                                  httplib::Response& res, const httplib::ContentReader& reader,
+                                  BodyReservation* reservation, std::string* body) {
+  const size_t limit = ctx.opts.max_body_bytes;
+  ApiError too_large;
+  too_large.status = 413;
+  too_large.code = "payload_too_large";
+  too_large.message = "request body larger than " + std::to_string(limit) + " bytes";
+  const bool chunked = req.has_header("Transfer-Encoding");
+  if (chunked && !iequals(req.get_header_value("Transfer-Encoding"), "chunked")) {
+    conn::close_after_response();
+    return bad_request("unsupported Transfer-Encoding '" +
+                           req.get_header_value("Transfer-Encoding") + "' (only chunked)",
+                       "", "unsupported_transfer_encoding");
+  }
+  if (req.has_header("Content-Length")) {
+    const std::string v = req.get_header_value("Content-Length");
+    if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) {
+      conn::close_after_response();
+      return bad_request("invalid Content-Length '" + v + "'", "", "invalid_content_length");
+    }
+    if (std::stoull(v) > limit) {
+      conn::close_after_response();
+      return too_large;
+    }
+  } else if (!chunked) {
+    conn::request_received();  // HTTP/1.1: no length and not chunked = no body
+    return std::nullopt;
+  }
+  bool over = false, busy = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (body->size() + n > limit) {
+      over = true;
+      return false;
+    }
+    if (!reservation->grow(n)) {
+      busy = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (over) {
+    conn::close_after_response();
+    return too_large;
+  }
+  if (busy) {
+    conn::close_after_response();
+    ApiError e;
+    e.status = 503;
+    e.type = "server_error";
+    e.code = "server_busy";
+    e.message = "request bodies in memory exceed --max-body-memory-mb; retry later";
+    return e;
+  }
+  if (!ok) {
+    conn::close_after_response();
+    if (res.status == 415) {
+      ApiError e = bad_request(
+          "unsupported Content-Encoding '" + req.get_header_value("Content-Encoding") + "'", "",
+          "unsupported_content_encoding");
+      e.status = 415;
+      return e;
+    }
+    return bad_request(
+        "could not read the request body (malformed chunked or compressed data, or the client "
+        "stopped sending)",
+        "", "invalid_body");
+  }
+  conn::request_received();
+  return std::nullopt;
+}
+
+ApiError internal_error(const Context& ctx, const httplib::Request& req, const char* what) {
+  // The detail goes to the log, not to the client.
+  std::fprintf(stderr, "inkling serve: internal error in %s %s: %s\n", req.method.c_str(),
+               req.path.c_str(), what);
+  (void)ctx;
+  ApiError err;
+  err.status = 500;
+  err.type = "server_error";
+  err.message = "internal error";
+  return err;
+}
+
+using BodyHandler = void (*)(Context&, const httplib::Request&, const std::string&,
+                             httplib::Response&);
+
 void install_routes(Server::Impl& s) {
   Context& ctx = s.ctx;
   httplib::Server& http = s.http;
-  auto guard = [&ctx](void (*h)(Context&, const httplib::Request&, httplib::Response&)) {
-    return [&ctx, h](const httplib::Request& req, httplib::Response& res) {
+  auto post = [&ctx, &http](const char* path, BodyHandler h) {
+    http.Post(path, [&ctx, h](const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& reader) {
       try {
-        h(ctx, req, res);
+        std::string body;
+        BodyReservation reservation(ctx.body_bytes_in_use, int64_t(ctx.opts.max_body_memory));
+        if (auto e = read_body(ctx, req, res, reader, &reservation, &body)) {
+          res.status = -1;
+          res.set_header("Connection", "close");  // every body error ends the connection
+          return send_error(res, *e);
+        }
+        h(ctx, req, body, res);
       } catch (const std::exception& e) {
-        ApiError err;
-        err.status = 500;
-        err.type = "server_error";
-        err.message = std::string("internal error: ") + e.what();
-        send_error(res, err);
+        send_error(res, internal_error(ctx, req, e.what()));
       }
-    };
+    });
   };
-  http.Post("/v1/chat/completions", guard(handle_chat));
-  http.Post("/v1/completions", guard(handle_completions));
-  http.Post("/tokenize", guard(handle_tokenize));
-  http.Post("/detokenize", guard(handle_detokenize));
+  post("/v1/chat/completions", handle_chat);
+  post("/v1/completions", handle_completions);
+  post("/tokenize", handle_tokenize);
+  post("/detokenize", handle_detokenize);
   http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
     ojson m = {{"id", ctx.model_id},
                {"object", "model"},
@@ -131,56 +312,116 @@ void install_routes(Server::Impl& s) {
     send_json(res, {{"status", "ok"}});
   });
   http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
-    res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
+    std::string text = ctx.metrics.render();
+    if (ctx.listener) {
+      const ListenerStats& st = ctx.listener->stats();
+      text += "# TYPE inkling_connections_open gauge\ninkling_connections_open " +
+              std::to_string(st.open.load()) + "\n";
+      text +=
+          "# TYPE inkling_connections_accepted_total counter\n"
+          "inkling_connections_accepted_total " +
+          std::to_string(st.accepted.load()) + "\n";
+      text +=
+          "# TYPE inkling_connections_rejected_total counter\n"
+          "inkling_connections_rejected_total " +
+          std::to_string(st.rejected_full.load()) + "\n";
+      text +=
+          "# TYPE inkling_connections_timed_out_total counter\n"
+          "inkling_connections_timed_out_total " +
+          std::to_string(st.timed_out.load()) + "\n";
+    }
+    res.set_content(text, "text/plain; version=0.0.4");
   });
   http.Options(".*", [](const httplib::Request&, httplib::Response& res) {
     res.status = 204;
     res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
     res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
   });
+  // Runs once the head of a request is in, before any body byte is read: everything that can be
+  // refused is refused here, so only the POST routes ever read a body (bounded, read_body).
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    if (ctx.opts.api_key.empty() || req.path == "/health" || req.method == "OPTIONS")
+    if (ctx.listener && ctx.listener->stopping()) {
+      ApiError e;
+      e.status = 503;
+      e.type = "server_error";
+      e.code = "shutting_down";
+      e.message = "the server is shutting down";
+      conn::close_after_response();
+      return refuse(req, res, e);
+    }
+    if (req.method == "OPTIONS") {
+      if (announces_body(req)) conn::close_after_response();
+      conn::request_received();
       return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth == "Bearer " + ctx.opts.api_key) return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const Route* route = find_route(req.path);
+    if (!route) {
+      ApiError e;
+      e.status = 404;
+      e.type = "not_found_error";
+      e.code = "not_found";
+      e.message = "unknown route: " + req.method + " " + req.path;
+      return refuse(req, res, e);
+    }
+    const std::string want = route->method;
+    if (!(req.method == want || (want == "GET" && req.method == "HEAD"))) {
+      ApiError e;
+      e.status = 405;
+      e.code = "method_not_allowed";
+      e.message = "method " + req.method + " not allowed on " + req.path + "; use " + want;
+      res.set_header("Allow", want == "GET" ? "GET, HEAD, OPTIONS" : want + ", OPTIONS");
+      return refuse(req, res, e);
+    }
+    if (!ctx.opts.api_key.empty() && req.path != "/health") {
+      const std::string auth = req.get_header_value("Authorization");
+      if (!authorized(auth, ctx.opts.api_key)) {
+        ApiError e;
+        e.status = 401;
+        e.type = "authentication_error";
+        e.code = "invalid_api_key";
+        e.message = auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'"
+                                 : "invalid API key";
+        return refuse(req, res, e);
+      }
+    }
+    if (want == "GET") {
+      if (announces_body(req)) conn::close_after_response();  // a GET body is never read
+      conn::request_received();
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_error_handler(httplib::Server::HandlerWithResponse([&ctx](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     ApiError e;
-    e.status = 401;
-    e.type = "authentication_error";
-    e.code = "invalid_api_key";
-    e.message =
-        auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key";
+    e.status = res.status;
+    if (res.status == 404) {
+      e.type = "not_found_error";
+      e.message = "unknown route: " + req.method + " " + req.path;
+      e.code = "not_found";
+    } else if (res.status == 413) {
+      e.message = "request body larger than " + std::to_string(ctx.opts.max_body_bytes) + " bytes";
+      e.code = "payload_too_large";
+    } else {
+      e.message = "HTTP " + std::to_string(res.status);
+      if (res.status >= 500) e.type = "server_error";
+    }
     send_error(res, e);
     return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [&ctx](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e;
-        e.status = res.status;
-        if (res.status == 404) {
-          e.type = "not_found_error";
-          e.message = "unknown route: " + req.method + " " + req.path;
-          e.code = "not_found";
-        } else if (res.status == 413) {
-          e.message =
-              "request body larger than " + std::to_string(ctx.opts.max_body_bytes >> 20) + " MiB";
-          e.code = "payload_too_large";
-        } else {
-          e.message = "HTTP " + std::to_string(res.status);
-          if (res.status >= 500) e.type = "server_error";
-        }
-        send_error(res, e);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  }));
   http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        ApiError e;
-        e.status = 500;
-        e.type = "server_error";
-        e.message = "internal error";
-        send_error(res, e);
+      [&ctx](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        send_error(res, internal_error(ctx, req, what.c_str()));
       });
   http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    conn::response_written();
     ctx.metrics.count_request(route_label(req.path), res.status);
     if (ctx.opts.verbose)
       std::fprintf(stderr, "%s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
@@ -225,9 +466,22 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
   so.prefix_cache_bytes = opts.prefix_cache_mb << 20;
   ctx.scheduler = std::make_unique<Scheduler>(ctx.engine, so, &ctx.metrics);
 
-  const size_t n_http =
-      opts.http_threads > 0 ? size_t(opts.http_threads) : size_t(so.n_slots) + so.max_queue + 8;
-  impl->http.new_task_queue = [n_http] { return new httplib::ThreadPool(n_http); };
+  ListenerOptions lo;
+  lo.host = opts.host;
+  lo.port = opts.port;
+  lo.backlog = opts.backlog;
+  lo.max_connections = opts.max_connections;
+  lo.request_timeout_s = opts.request_timeout_s;
+  lo.idle_timeout_s = opts.idle_timeout_s;
+  lo.io_timeout_s = opts.io_timeout_s;
+  lo.shutdown_grace_s = opts.shutdown_grace_s;
+  impl->listener = std::make_unique<Listener>(lo);
+  ctx.listener = impl->listener.get();
+  auto secs = [](double s) { return std::chrono::duration<double>(s); };
+  impl->http.set_read_timeout(secs(opts.io_timeout_s));
+  impl->http.set_write_timeout(secs(opts.io_timeout_s));
+  impl->http.set_keep_alive_timeout(std::max<time_t>(1, time_t(opts.idle_timeout_s + 0.5)));
+  impl->http.set_keep_alive_max_count(1000);
   impl->http.set_payload_max_length(opts.max_body_bytes);
   impl->http.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
   install_routes(*impl);
@@ -235,29 +489,21 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
 }
 
 Result<int> Server::bind() {
-  Impl& s = *impl_;
-  if (s.ctx.opts.port == 0) {
-    s.port = s.http.bind_to_any_port(s.ctx.opts.host);
-    if (s.port <= 0) return Status::error("[server] cannot bind " + s.ctx.opts.host);
-  } else {
-    if (!s.http.bind_to_port(s.ctx.opts.host, s.ctx.opts.port))
-      return Status::error("[server] cannot bind " + s.ctx.opts.host + ":" +
-                           std::to_string(s.ctx.opts.port) + " (in use?)");
-    s.port = s.ctx.opts.port;
-  }
-  return s.port;
+  INK_ASSIGN_OR_RETURN(impl_->port, impl_->listener->bind(impl_->http));
+  return impl_->port;
 }
 
 void Server::run() {
-  impl_->http.listen_after_bind();
-  impl_->ctx.scheduler->stop();
+  Impl& s = *impl_;
+  s.listener->run(s.http);
+  // Drain: requests in flight (and queued ones: the scheduler keeps running) get the grace
+  // period; what is left then is cancelled and answered 503.
+  s.listener->drain([&s] { s.ctx.scheduler->stop(); });
+  s.ctx.scheduler->stop();
 }
 
 void Server::stop() {
-  // The scheduler first: it ends every job, so HTTP workers waiting on one can return and the
-  // HTTP thread pool can shut down.
-  impl_->ctx.scheduler->stop();
-  impl_->http.stop();
+  impl_->listener->stop();
 }
 
 }  // namespace inkling::server

@@ -22,9 +22,16 @@ struct ServerOptions {
   size_t max_queue = 64;       // requests waiting beyond the slots before 503
   int64_t batch_tokens = 512;  // prompt tokens per scheduler step
   size_t prefix_cache_mb = 1024;
-  size_t max_body_bytes = size_t(8) << 20;
-  int http_threads = 0;     // 0 = parallel + max_queue + 8
-  std::string alias;        // model id reported by /v1/models; default: the folder name
+  size_t max_body_bytes = size_t(8) << 20;     // decoded (after chunked / gzip / br) request body
+  size_t max_body_memory = size_t(256) << 20;  // request bodies of all connections together
+  // Connections (app/server/listener.h).
+  int backlog = 1024;             // listen(2) backlog
+  int max_connections = 512;      // open connections; more are answered 503
+  double request_timeout_s = 30;  // connect or previous response -> request fully received
+  double idle_timeout_s = 5;      // keep-alive: longest wait for the next request
+  double io_timeout_s = 5;        // one socket read or write without progress
+  double shutdown_grace_s = 10;   // SIGTERM: how long requests in flight may still finish
+  std::string alias;              // model id reported by /v1/models; default: the folder name
   std::string test_script;  // TEST ONLY: JSON [{"when": substr, "output": text}] forced outputs
   bool verbose = false;
 };
@@ -36,8 +43,10 @@ class Server {
   ~Server();
   // Binds the socket; returns the port actually bound.
   Result<int> bind();
-  // Serves until stop() (from any thread or a signal handler).
+  // Serves until stop(), then drains: no new connections, idle ones closed, requests in flight
+  // finish within shutdown_grace_s (then their jobs are cancelled), and returns.
   void run();
+  // From any thread (the signal thread): begins the shutdown that run() completes.
   void stop();
 
   struct Impl;

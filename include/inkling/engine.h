@@ -3,6 +3,7 @@
 // per thread/request.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -15,7 +16,7 @@ namespace inkling {
 
 struct EngineOptions {
   int n_threads = 0;            // 0 = all hardware threads
-  int64_t prefill_chunk = 256;  // tokens per forward call during prefill
+  int64_t prefill_chunk = 256;  // tokens per forward call during prefill (at most 2^20)
   // Longest sequence a session may hold; 0 = the config's max_position_embeddings (or
   // model_max_length), unlimited when the config has neither.
   int64_t max_context = 0;
@@ -54,6 +55,10 @@ struct ModelInfo {
 
 class SessionSnapshot;
 class Session;
+
+// Bytes of memory a snapshot holds (its KV rows in use, conv states and bookkeeping): what a
+// cache of snapshots must count against its budget.
+size_t snapshot_bytes(const SessionSnapshot& snap);
 
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
@@ -100,6 +105,8 @@ class Session {
   // Allocates the KV caches for `positions` tokens in total now (they otherwise grow by
   // doubling, which copies the cache once per doubling). Never shrinks; respects the limit.
   Status reserve(int64_t positions);
+  // A copy of the sequence state (caches and position; not the logits). restore() returns to
+  // it: the next input must be run to get logits again.
   std::shared_ptr<const SessionSnapshot> snapshot() const;
   void restore(const SessionSnapshot& snap);
   void reset();

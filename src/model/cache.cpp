@@ -34,6 +34,28 @@ SequenceState SequenceState::fresh(const ModelConfig& c, int64_t chunk) {
   return s;
 }
 
+SequenceState SequenceState::compact_copy() const {
+  SequenceState s;
+  s.pos = pos;
+  s.layers.reserve(layers.size());
+  for (const LayerCache& l : layers) {
+    LayerCache c;
+    c.row = l.row;
+    c.ring = l.ring;
+    // Rows [0, used) are the ones written: positions 0..pos-1, or the whole ring once it wrapped.
+    const int64_t used = l.ring ? std::min(pos, l.ring) : pos;
+    const size_t n = std::min(l.k.size(), size_t(used * l.row));
+    c.k.assign(l.k.begin(), l.k.begin() + ptrdiff_t(n));
+    c.v.assign(l.v.begin(), l.v.begin() + ptrdiff_t(n));
+    c.conv_k = l.conv_k;
+    c.conv_v = l.conv_v;
+    c.conv_attn = l.conv_attn;
+    c.conv_mlp = l.conv_mlp;
+    s.layers.push_back(std::move(c));
+  }
+  return s;
+}
+
 size_t SequenceState::bytes() const {
   size_t n = 0;
   for (const auto& l : layers)

@@ -29,7 +29,10 @@ struct SequenceState {
   std::vector<LayerCache> layers;
 
   static SequenceState fresh(const ModelConfig& c, int64_t chunk);
-  size_t bytes() const;
+  // A copy holding only the cache rows in use (the buffers grow by doubling, so up to half of
+  // a live cache is spare room): what a snapshot keeps.
+  SequenceState compact_copy() const;
+  size_t bytes() const;  // of the buffers' current sizes
 };
 
 }  // namespace inkling

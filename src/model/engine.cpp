@@ -23,9 +23,13 @@ struct Engine::Impl {
 
 class SessionSnapshot {
  public:
-  SequenceState state;
-  std::vector<float> logits;  // of the last consumed token
+  SequenceState state;  // compact: only the cache rows in use (no logits: restore() needs none)
 };
+
+size_t snapshot_bytes(const SessionSnapshot& snap) {
+  return snap.state.bytes() + snap.state.layers.size() * sizeof(LayerCache) +
+         sizeof(SessionSnapshot);
+}
 
 struct Session::Impl {
   std::shared_ptr<const Engine> engine;
@@ -145,7 +149,8 @@ ModelInfo describe(const Model& m, const std::string& dir) {
   info.summary = s.str();
   storage_table(m, &info);
   for (const LayerSpec& l : c.layers)
-    if (!l.sliding) info.kv_bytes_per_token += uint64_t(2 * l.n_kv_heads * l.head_dim) * 4;
+    if (!l.sliding)
+      info.kv_bytes_per_token += 2 * uint64_t(l.n_kv_heads) * uint64_t(l.head_dim) * 4;
   return info;
 }
 
@@ -168,6 +173,12 @@ Engine::~Engine() = default;
 
 Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
                                              const EngineOptions& opts) {
+  // Scratch rows are chunk x (widest row), logits chunk x vocab: with the config's limits this
+  // bound keeps every such size far inside int64.
+  constexpr int64_t kMaxPrefillChunk = int64_t(1) << 20;
+  if (opts.prefill_chunk > kMaxPrefillChunk)
+    return Status::error("[load] prefill_chunk = " + std::to_string(opts.prefill_chunk) +
+                         " exceeds the supported maximum " + std::to_string(kMaxPrefillChunk));
   INK_ASSIGN_OR_RETURN(auto model, Model::load(model_dir));
   std::shared_ptr<Engine> e(new Engine());
   e->impl_ = std::make_unique<Impl>();
@@ -344,8 +355,7 @@ int64_t Session::position() const {
 
 std::shared_ptr<const SessionSnapshot> Session::snapshot() const {
   auto snap = std::make_shared<SessionSnapshot>();
-  snap->state = impl_->state;
-  snap->logits = impl_->logits;
+  snap->state = impl_->state.compact_copy();
   return snap;
 }
 

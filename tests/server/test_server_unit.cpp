@@ -149,6 +149,38 @@ TEST(ServerRequest, JsonBody) {
   EXPECT_TRUE(error_body(bad_request("m"))["error"]["param"].is_null());
 }
 
+// A number that overflows a double was an escaping exception (500 with its text); now a 400
+// naming the field, with the path of nested keys.
+TEST(ServerRequest, JsonBodyOverflowingNumberNamesItsField) {
+  ojson out;
+  auto e = parse_json_body(R"({"messages":[],"temperature":1e400})", &out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_EQ(e->param, "temperature");
+  e = parse_json_body(R"({"logit_bias":{"42":-1e999}})", &out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "logit_bias.42");
+  e = parse_json_body(R"({"a":{"b":1},"c":[{"d":2},1e400]})", &out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "c");
+  EXPECT_FALSE(parse_json_body(R"({"t":1e300,"u":-1e-400})", &out));
+}
+
+TEST(ServerRequest, JsonBodyNestingIsBounded) {
+  ojson out;
+  const int deep = kMaxJsonDepth + 1;
+  auto e = parse_json_body(
+      "{\"a\":" + std::string(size_t(deep), '[') + std::string(size_t(deep), ']') + "}", &out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_FALSE(parse_json_body("{\"a\":" + std::string(size_t(kMaxJsonDepth - 1), '[') +
+                                   std::string(size_t(kMaxJsonDepth - 1), ']') + "}",
+                               &out));
+  e = parse_json_body(std::string(100000, '[') + std::string(100000, ']'), &out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+}
+
 TEST(ServerStop, MatchesAcrossPushesAndHoldsBackPrefixes) {
   StopMatcher m({"STOP", "\n\n"});
   std::string out;
