@@ -2,8 +2,13 @@
 // POSTs, /metrics values, streamed POSTs that may hang up early). Every call has a time limit.
 #pragma once
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <regex>
 #include <string>
@@ -11,6 +16,25 @@
 #include <nlohmann/json.hpp>
 
 namespace inkling::testing {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A raw TCP connection to 127.0.0.1:port; -1 on failure.
+inline int connect_local(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 inline httplib::Client local_client(int port, int read_timeout_s = 60) {
   httplib::Client c("127.0.0.1", port);

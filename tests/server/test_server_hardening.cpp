@@ -30,14 +30,11 @@ namespace inkling {
 namespace {
 
 using nlohmann::json;
+using testing::connect_local;
 using testing::local_client;
 using testing::metric_value;
 using testing::ServerProcess;
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 json chat(const std::string& text, int max_tokens) {
   return {{"messages", json::array({{{"role", "user"}, {"content", text}}})},
@@ -51,26 +48,12 @@ json chat(const std::string& text, int max_tokens) {
     if (!skip.empty()) GTEST_SKIP() << skip;               \
   } while (0)
 
-int connect_local(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // Reads until the peer closes or `timeout_s` passes; returns what arrived.
 std::string read_all(int fd, double timeout_s) {
   std::string out;
   const auto t0 = Clock::now();
   char buf[4096];
-  while (since(t0) < timeout_s) {
+  while (testing::seconds_since(t0) < timeout_s) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 50) <= 0) continue;
     const ssize_t n = recv(fd, buf, sizeof(buf), 0);
@@ -232,7 +215,7 @@ TEST(ServerHardening, ConnectionBurstIsServedWithoutRetransmitsOrResets) {
         const std::string resp = read_all(fd, 10);
         if (resp.rfind("HTTP/1.1 200", 0) == 0) ok += 1;
       }
-      took[size_t(i)] = since(t0);
+      took[size_t(i)] = testing::seconds_since(t0);
       close(fd);
     });
   while (ready.load() < kClients) std::this_thread::yield();
@@ -277,7 +260,7 @@ TEST(ServerHardening, SlowClientsAreCutOffAndDoNotStarveOthers) {
     int st = 0;
     testing::post_json(srv.port(), "/v1/chat/completions", chat("hi " + std::to_string(i), 2), &st);
     EXPECT_EQ(st, 200);
-    EXPECT_LT(since(t0), 2.0) << "a normal request waited behind slow clients";
+    EXPECT_LT(testing::seconds_since(t0), 2.0) << "a normal request waited behind slow clients";
   }
   // After the 3 s request deadline the server has closed every slow connection.
   std::this_thread::sleep_for(std::chrono::milliseconds(3500));
@@ -341,7 +324,7 @@ TEST(ServerHardening, SigtermDrainsInFlightAndQueuedRequests) {
   EXPECT_LT(connect_local(port), 0) << "new connections are still accepted while draining";
   for (auto& t : th) t.join();
   const int code = srv.stop();
-  std::printf("drain: %.2f s from SIGTERM to the last answer\n", since(t0));
+  std::printf("drain: %.2f s from SIGTERM to the last answer\n", testing::seconds_since(t0));
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(status[size_t(i)], 200) << "request " << i;
   EXPECT_EQ(code, 0);
 }
@@ -363,7 +346,7 @@ TEST(ServerHardening, GraceExpiryAnswers503AndExitsCleanly) {
   kill(srv.pid(), SIGTERM);
   t.join();
   const int code = srv.stop();
-  EXPECT_LT(since(t0), 5.0);
+  EXPECT_LT(testing::seconds_since(t0), 5.0);
   EXPECT_EQ(st, 503) << reply.dump();
   EXPECT_EQ(reply["error"]["code"], "shutting_down") << reply.dump();
   EXPECT_EQ(code, 0);

@@ -30,9 +30,7 @@ using testing::post_json;
 using testing::ServerProcess;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using testing::seconds_since;
 
 json user(const std::string& text) {
   return json::array({{{"role", "user"}, {"content", text}}});
@@ -252,18 +250,12 @@ TEST(ServerLoad, FiveHundredMixedRequestsNoErrorsNoGrowth) {
 
 // A raw client: connects, sends one request and returns the socket (-1 on failure).
 int send_raw(int port, const std::string& path, const std::string& body) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   const std::string req = "POST " + path +
                           " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                           "Content-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      send(fd, req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size())) {
+  const int fd = testing::connect_local(port);
+  if (fd >= 0 && send(fd, req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size())) {
     close(fd);
     return -1;
   }
