@@ -191,7 +191,11 @@ def main():
     ap.add_argument("--sample-s", type=float, default=30)
     ap.add_argument("--max-growth-mb", type=float, default=32,
                     help="largest allowed RSS rise from the first sample after warm-up")
+    ap.add_argument("--maker", help="make_tiny_chat_model: builds --model first if missing")
+    ap.add_argument("--tokenizer-dir", help="tokenizer folder for --maker")
     args = ap.parse_args()
+    if args.maker and not os.path.exists(os.path.join(args.model, "model.safetensors")):
+        subprocess.run([args.maker, args.model, args.tokenizer_dir], check=True)
     srv = subprocess.Popen([args.inkling, "serve", "-m", args.model, "--port", "0", "-t", "2",
                             "--parallel", "4", "--prefix-cache-mb", args.prefix_cache_mb],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
