@@ -216,6 +216,8 @@ Err check_tool_calls(ojson* m, const std::string& where) {
     if (args->is_string()) {
       const std::string text = args->get<std::string>();
       if (text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+      if (Status st = check_json_depth(text, cw + ".function.arguments"); !st.ok())
+        return bad_request(st.message(), cw + ".function.arguments", "invalid_tool_call");
       ojson parsed = ojson::parse(text, nullptr, false);
       if (parsed.is_discarded() || !parsed.is_object())
         return bad_request(cw + ".function.arguments must be a JSON object (as a string), got: " +
@@ -259,7 +261,6 @@ std::optional<ApiError> parse_json_body(const std::string& body, ojson* out) {
   // name the field it happened in (a number like 1e400 that overflows a double is one), and a
   // deeply nested body is refused before anything walks it recursively.
   std::vector<std::string> path;
-  int deepest = 0;
   struct TooDeep {};
   auto where = [&path] {
     std::string w;
@@ -270,8 +271,7 @@ std::optional<ApiError> parse_json_body(const std::string& body, ojson* out) {
   auto cb = [&](int depth, nlohmann::json::parse_event_t ev, ojson& parsed) {
     using E = nlohmann::json::parse_event_t;
     if (ev == E::object_start || ev == E::array_start) {
-      deepest = std::max(deepest, depth + 1);
-      if (depth + 1 > kMaxJsonDepth) throw TooDeep{};
+      if (size_t(depth) + 1 > kMaxJsonDepth) throw TooDeep{};
       path.resize(size_t(depth) + 1);
     } else if (ev == E::key) {
       path.resize(size_t(depth));

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_limits.h"
 #include "inkling/sampler.h"
 
 namespace inkling::server {
@@ -79,11 +80,9 @@ std::optional<ApiError> parse_tokenize_request(const ojson& body, TokenizeReques
 std::optional<ApiError> parse_detokenize_request(const ojson& body, int64_t vocab,
                                                  std::vector<int32_t>* out);
 
-// Deepest nesting of arrays/objects accepted in a request body (tool schemas nest a few levels).
-inline constexpr int kMaxJsonDepth = 100;
-
 // A body as JSON; invalid JSON or a non-object is a 400 naming the byte offset; a number that
-// overflows a double is a 400 naming its field; nesting beyond kMaxJsonDepth is a 400.
+// overflows a double is a 400 naming its field; nesting beyond kMaxJsonDepth (base/json_limits.h)
+// is a 400.
 std::optional<ApiError> parse_json_body(const std::string& body, ojson* out);
 
 }  // namespace inkling::server

@@ -36,6 +36,14 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   return f;
 }
 
+std::shared_ptr<MappedFile> MappedFile::from_bytes(std::string path, std::string bytes) {
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = std::move(path);
+  f->owned_ = std::move(bytes);
+  f->size_ = f->owned_.size();
+  return f;
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

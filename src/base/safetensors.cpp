@@ -6,8 +6,11 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "base/json_limits.h"
 
 namespace inkling {
 
@@ -27,7 +30,8 @@ std::string TensorInfo::shape_str() const {
 
 namespace {
 
-Status parse_entry(const std::string& name, const json& e, size_t data_size, TensorInfo* t) {
+Status parse_entry(const std::string& name, const json& e, size_t data_size, size_t max_rank,
+                   TensorInfo* t) {
   auto err = [&](const std::string& what) {
     return Status::error("tensor '" + name + "': " + what);
   };
@@ -37,13 +41,19 @@ Status parse_entry(const std::string& name, const json& e, size_t data_size, Ten
   if (!dt) return err("unknown dtype '" + e["dtype"].get<std::string>() + "'");
   t->dtype = *dt;
   if (!e.contains("shape") || !e["shape"].is_array()) return err("missing or non-array shape");
-  uint64_t numel = 1;
+  if (e["shape"].size() > max_rank)
+    return err("shape has " + std::to_string(e["shape"].size()) + " dimensions (limit " +
+               std::to_string(max_rank) + ")");
+  // Both the element count and the product of the non-zero dimensions must fit (with room for
+  // the element size), so no later shape arithmetic on a zero-sized tensor can overflow either.
+  uint64_t numel = 1, nonzero = 1;
   for (const auto& d : e["shape"]) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0)
       return err("shape entries must be non-negative integers");
     const uint64_t v = d.get<uint64_t>();
-    if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / v)
-      return err("shape too large");
+    if (v != 0 && nonzero > std::numeric_limits<uint64_t>::max() / 16 / v)
+      return err("shape too large: the product of its dimensions overflows");
+    if (v != 0) nonzero *= v;
     numel *= v;
     t->shape.push_back(int64_t(v));
   }
@@ -72,23 +82,33 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   return parse(std::move(mf));
 }
 
-Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(std::shared_ptr<MappedFile> mf) {
+Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(std::shared_ptr<MappedFile> mf,
+                                                                const SafetensorsLimits& limits) {
   const std::string& path = mf->path();
   auto err = [&](const std::string& what) { return Status::error(path + ": " + what); };
   const size_t size = mf->size();
   if (size < 8) return err("truncated: " + std::to_string(size) + " bytes, no header length");
   uint64_t hlen = 0;
   std::memcpy(&hlen, mf->data(), 8);
+  if (hlen > limits.max_header_bytes)
+    return err("header length " + std::to_string(hlen) + " exceeds the limit of " +
+               std::to_string(limits.max_header_bytes) + " bytes");
   if (hlen > size - 8)
     return err("header length " + std::to_string(hlen) + " runs past the end of the file (" +
                std::to_string(size) + " bytes)");
+  const std::string_view text(reinterpret_cast<const char*>(mf->data()) + 8, size_t(hlen));
+  INK_RETURN_IF_ERROR(check_json_depth(text, path + ": header"));
   json header;
   try {
     header = json::parse(mf->data() + 8, mf->data() + 8 + hlen);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     return err(std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) return err("header is not a JSON object");
+  const size_t n_tensors = header.size() - header.count("__metadata__");
+  if (n_tensors > limits.max_tensors)
+    return err("header lists " + std::to_string(n_tensors) + " tensors (limit " +
+               std::to_string(limits.max_tensors) + ")");
 
   auto f = std::shared_ptr<SafetensorsFile>(new SafetensorsFile());
   f->file_ = mf;
@@ -104,7 +124,7 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(std::shared_ptr<
     }
     TensorInfo t;
     t.name = it.key();
-    if (Status s = parse_entry(t.name, it.value(), data_size, &t); !s)
+    if (Status s = parse_entry(t.name, it.value(), data_size, limits.max_rank, &t); !s)
       return s.with_context(path + ": ");
     t.data = base + reinterpret_cast<uintptr_t>(t.data);
     f->tensors_.push_back(std::move(t));
@@ -147,6 +167,7 @@ Result<TensorStore> TensorStore::open_dir(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(index_path, ec)) {
     INK_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path));
+    INK_RETURN_IF_ERROR(check_json_depth(text, index_path));
     json idx = json::parse(text, nullptr, false);
     if (idx.is_discarded() || !idx.is_object() || !idx.contains("weight_map") ||
         !idx["weight_map"].is_object())

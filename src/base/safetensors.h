@@ -15,6 +15,14 @@
 
 namespace inkling {
 
+// Limits on one file's header, far above any real checkpoint (the Rust safetensors crate also
+// caps headers at 100 MB); each is a clear error instead of a huge allocation. Tests lower them.
+struct SafetensorsLimits {
+  uint64_t max_header_bytes = 100'000'000;
+  size_t max_tensors = 1'000'000;
+  size_t max_rank = 16;  // dimensions per tensor
+};
+
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
@@ -32,7 +40,8 @@ class SafetensorsFile {
   // Fails with "<path>: <what is wrong>" on any malformed header.
   static Result<std::shared_ptr<SafetensorsFile>> open(const std::string& path);
   // Parses an in-memory image (used by open() and by tests); `file` keeps the bytes alive.
-  static Result<std::shared_ptr<SafetensorsFile>> parse(std::shared_ptr<MappedFile> file);
+  static Result<std::shared_ptr<SafetensorsFile>> parse(std::shared_ptr<MappedFile> file,
+                                                        const SafetensorsLimits& limits = {});
 
   const std::string& path() const { return file_->path(); }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

@@ -338,6 +338,84 @@ TEST(SafetensorsBad, MissingFile) {
   EXPECT_THAT(r.status().message(), HasSubstr(dir.file("nope.safetensors")));
 }
 
+// ---- limits (SafetensorsLimits; parsed from memory) ------------------------------------------
+
+// Parses an in-memory image named "mem.safetensors"; returns the error message ("" when ok).
+std::string parse_error(const std::string& image, const SafetensorsLimits& limits = {}) {
+  auto r = SafetensorsFile::parse(MappedFile::from_bytes("mem.safetensors", image), limits);
+  return r.ok() ? "" : r.status().message();
+}
+
+TEST(SafetensorsLimits, ParsesFromMemory) {
+  SafetensorsBuilder b;
+  b.add_f32("w", {2}, {1, 2});
+  auto r = SafetensorsFile::parse(MappedFile::from_bytes("mem.safetensors", b.build()));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value()->tensors().at(0).nbytes, 8u);
+}
+
+TEST(SafetensorsLimits, HeaderSizeCap) {
+  const std::string h = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  SafetensorsLimits limits;
+  limits.max_header_bytes = h.size() - 1;
+  const std::string msg = parse_error(testing::safetensors_image(h, std::string(4, '\0')), limits);
+  EXPECT_THAT(msg, HasSubstr("mem.safetensors: header length"));
+  EXPECT_THAT(msg, HasSubstr("exceeds the limit of " + std::to_string(h.size() - 1)));
+  limits.max_header_bytes = h.size();
+  EXPECT_EQ(parse_error(testing::safetensors_image(h, std::string(4, '\0')), limits), "");
+}
+
+TEST(SafetensorsLimits, HeaderCapCheckedBeforeTheFileSize) {
+  // A huge claimed length is refused by the cap without looking further.
+  std::string image = testing::safetensors_image("{}", "");
+  const uint64_t big = 200'000'000;
+  std::memcpy(image.data(), &big, 8);
+  EXPECT_THAT(parse_error(image), HasSubstr("header length 200000000 exceeds the limit"));
+}
+
+TEST(SafetensorsLimits, TensorCountCap) {
+  const std::string h = R"({"__metadata__":{"a":"b"},)"
+                        R"("x":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},)"
+                        R"("y":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})";
+  SafetensorsLimits limits;
+  limits.max_tensors = 1;
+  EXPECT_THAT(parse_error(testing::safetensors_image(h, ""), limits),
+              HasSubstr("mem.safetensors: header lists 2 tensors (limit 1)"));
+  limits.max_tensors = 2;  // __metadata__ is not a tensor
+  EXPECT_EQ(parse_error(testing::safetensors_image(h, ""), limits), "");
+}
+
+TEST(SafetensorsLimits, RankCap) {
+  const std::string h = R"({"r":{"dtype":"U8","shape":[1,1,1,1],"data_offsets":[0,1]}})";
+  SafetensorsLimits limits;
+  limits.max_rank = 3;
+  EXPECT_THAT(parse_error(testing::safetensors_image(h, "x"), limits),
+              HasSubstr("tensor 'r': shape has 4 dimensions (limit 3)"));
+  EXPECT_EQ(parse_error(testing::safetensors_image(h, "x")), "");
+}
+
+TEST(SafetensorsLimits, ZeroSizedShapeWhoseOtherDimensionsOverflow) {
+  // numel is 0, but any code multiplying the other dimensions would overflow int64.
+  const std::string h =
+      R"({"z":{"dtype":"F32","shape":[4294967296,0,4294967296],"data_offsets":[0,0]}})";
+  EXPECT_THAT(parse_error(testing::safetensors_image(h, "")),
+              HasSubstr("tensor 'z': shape too large: the product of its dimensions overflows"));
+}
+
+TEST(SafetensorsLimits, NumberBeyondDoubleIsAnError) {
+  // nlohmann reports 1e400 as out_of_range, not parse_error; it must still be a Status.
+  const std::string h = R"({"__metadata__":{"x":1e400}})";
+  EXPECT_THAT(parse_error(testing::safetensors_image(h, "")),
+              HasSubstr("mem.safetensors: header is not valid JSON"));
+}
+
+TEST(SafetensorsLimits, DeeplyNestedHeader) {
+  const std::string h =
+      "{\"__metadata__\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_THAT(parse_error(testing::safetensors_image(h, "")),
+              HasSubstr("mem.safetensors: header: JSON nested deeper than 128 levels"));
+}
+
 // ---- TensorStore::open_dir ------------------------------------------------------------------
 
 TEST(TensorStore, SingleFile) {

@@ -168,7 +168,7 @@ TEST(ServerRequest, JsonBodyOverflowingNumberNamesItsField) {
 
 TEST(ServerRequest, JsonBodyNestingIsBounded) {
   ojson out;
-  const int deep = kMaxJsonDepth + 1;
+  const int deep = int(kMaxJsonDepth) + 1;
   auto e = parse_json_body(
       "{\"a\":" + std::string(size_t(deep), '[') + std::string(size_t(deep), ']') + "}", &out);
   ASSERT_TRUE(e);

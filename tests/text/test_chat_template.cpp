@@ -117,6 +117,19 @@ TEST(ChatTemplate, DeepRequestNestingIsAnError) {
   EXPECT_NE(r.status().message().find("nesting"), std::string::npos) << r.status().message();
 }
 
+TEST(ChatTemplate, DeepToolCallArgumentsAreAnError) {
+  ChatTemplate tmpl = load_inkling();
+  auto req = nlohmann::ordered_json::parse(
+      R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f"}}]}]})");
+  req["messages"][0]["tool_calls"][0]["function"]["arguments"] =
+      std::string(100000, '[') + std::string(100000, ']');
+  Result<std::string> r = tmpl.render(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "[chat] messages[0].tool_calls[0].function.arguments: JSON nested deeper than 128 "
+            "levels (at byte 128)");
+}
+
 TEST(ChatTemplate, LoadFailures) {
   Result<ChatTemplate> missing = ChatTemplate::load("/nonexistent/dir");
   ASSERT_FALSE(missing.ok());

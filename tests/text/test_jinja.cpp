@@ -101,6 +101,77 @@ TEST(JinjaLimits, DeepExpressionNestingIsAnError) {
   EXPECT_FALSE(parse_error(src).empty());
 }
 
+// Found while fuzzing (tests/fuzz/regressions/jinja/stack-*): chains the parser builds in a
+// loop nested the tree without limit, and every later walk (checks, rendering) overflowed the
+// stack; they now count towards the nesting limit like parentheses do.
+TEST(JinjaLimits, LongOperatorFilterAndAttributeChainsAreErrors) {
+  const std::string kMsg = "template nesting exceeds 200 levels";
+  std::string plus = "{{ 1", attr = "{{ x", filt = "{{ x", ors = "{{ x", call = "{{ f";
+  for (int i = 0; i < 20000; ++i) {
+    plus += " + 1";
+    attr += ".a";
+    filt += "|e";
+    ors += " or x";
+    call += "()";
+  }
+  for (const std::string& src : {plus, attr, filt, ors, call})
+    EXPECT_NE(parse_error(src + " }}").find(kMsg), std::string::npos) << src.substr(0, 20);
+  // Chains within the limit still work.
+  std::string ok = "{{ 1";
+  for (int i = 0; i < 150; ++i) ok += " + 1";
+  EXPECT_EQ(render(ok + " }}"), "151");
+}
+
+TEST(JinjaLimits, StackedNestingKindsAreBoundedToo) {
+  // Each level: parentheses around a 40-link chain whose first operand is the level inside.
+  // The parser sees at most ~160 levels at a time, but the tree is levels x 43 deep.
+  auto nested = [](int levels) {
+    std::string src = "x";
+    for (int i = 0; i < levels; ++i) {
+      std::string chain = "(" + src;
+      for (int k = 0; k < 40; ++k) chain += " + x";
+      src = chain + ")";
+    }
+    return "{{ " + src + " }}";
+  };
+  EXPECT_EQ(parse_error(nested(10)), "");
+  EXPECT_EQ(parse_error(nested(40)), "[template] template nesting exceeds 800 levels");
+}
+
+TEST(JinjaLimits, InfiniteRecursiveLoopIsAnError) {
+  // Found while fuzzing (regressions/jinja/stack-recursive-loop): loop() recursed unbounded.
+  std::string r = render("{% for x in [1] recursive %}{{ loop([x]) }}{% endfor %}");
+  EXPECT_NE(r.find("maximum recursion depth exceeded (200 nested recursive loop calls)"),
+            std::string::npos)
+      << r;
+  EXPECT_EQ(render("{% for x in t recursive %}{{ x.n }}{{ loop(x.c) }}{% endfor %}",
+                   R"({"t": [{"n": 1, "c": [{"n": 2, "c": []}]}]})"),
+            "12");
+}
+
+TEST(JinjaLimits, HugePaddingWidthIsAnError) {
+  // Found by fuzz_jinja (regressions/jinja/timeout-ljust-huge-width): a 9e9 width padded one
+  // character at a time (a timeout, then 9 GB).
+  for (const char* src : {"{{ 'x'.ljust(9292536060, '.') }}", "{{ 'x'.center(9292536060) }}",
+                          "{{ 'x'.rjust(9292536060) }}", "{{ '4'.zfill(9292536060) }}",
+                          "{{ '{:9292536060}'.format(1) }}"}) {
+    std::string r = render(src);
+    EXPECT_NE(r.find("padded string too large"), std::string::npos) << src << " -> " << r;
+  }
+  EXPECT_EQ(render("{{ 'x'.ljust(3, '.') }}|{{ '4'.zfill(3) }}|{{ 'ab'.center(6, '*') }}"),
+            "x..|004|**ab**");
+}
+
+TEST(JinjaRuntime, SliceInsideATupleSubscriptIsAnError) {
+  // Found by fuzz_jinja (regressions/jinja/ubsan-slice-in-tuple-subscript): the slice node of
+  // x[1, :] has no object and evaluating it dereferenced null.
+  const std::string msg =
+      "ERROR: [template] line 1: slice syntax is only supported as the whole subscript";
+  EXPECT_EQ(render("{{ 0[{'n': 2}, 1, :]|sort }}"), msg);
+  EXPECT_EQ(render("{{ x[1, :] }}", R"({"x": [1, 2]})"), msg);
+  EXPECT_EQ(render("{{ x[1:] }}|{{ x[::-1] }}", R"({"x": [1, 2]})"), "[2]|[2, 1]");
+}
+
 TEST(JinjaLimits, DeepValuesAndCyclesAreErrors) {
   std::string r = render(
       "{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}"

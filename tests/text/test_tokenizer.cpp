@@ -336,6 +336,15 @@ TEST_F(TokenizerBadInput, MissingFilesAndDirs) {
   expect_error(Tokenizer::load_hf_json(dir_.string()), dir_.string(), "is a directory");
 }
 
+TEST_F(TokenizerBadInput, DeeplyNestedJsonIsRefusedBeforeParsing) {
+  const std::string deep = "{\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_error(Tokenizer::load_hf_json(write("deep.json", deep)), "deep.json",
+               "JSON nested deeper than 128 levels");
+  write("tiktoken/tokenizer.model", "IQ== 0\n");
+  write("special_tokens.json", deep);
+  expect_error(Tokenizer::load(dir_.string()), "special_tokens.json", "nested deeper than 128");
+}
+
 TEST_F(TokenizerBadInput, MalformedTokenizerJson) {
   expect_error(Tokenizer::load_hf_json(write("a.json", "{\"model\": ")), "a.json",
                "not valid JSON");

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/json_limits.h"
 #include "inkling/chat.h"
 #include "text/jinja/jinja.h"
 
@@ -61,6 +62,10 @@ Result<Json> prepare_message(const Json& m, size_t index) {
         continue;
       Json& fn = call["function"];
       if (!fn.contains("arguments") || !fn["arguments"].is_string()) continue;
+      const std::string args_where =
+          where + ".tool_calls[" + std::to_string(j) + "].function.arguments";
+      if (Status s = check_json_depth(fn["arguments"].template get<std::string>(), args_where); !s)
+        return bad(s.message());
       try {
         fn["arguments"] = Json::parse(fn["arguments"].template get<std::string>());
       } catch (const std::exception& e) {
@@ -144,6 +149,8 @@ Result<ChatTemplate> ChatTemplate::load(const std::string& model_dir) {
   const fs::path dir(model_dir);
   nlohmann::ordered_json config;
   if (auto text = read_file(dir / "tokenizer_config.json")) {
+    if (Status s = check_json_depth(*text, (dir / "tokenizer_config.json").string()); !s)
+      return Status::error("[chat] " + s.message());
     try {
       config = nlohmann::ordered_json::parse(*text);
     } catch (const std::exception& e) {

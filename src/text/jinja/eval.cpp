@@ -393,6 +393,8 @@ Value Interpreter::eval(const Node& n) {
     case NodeKind::kGetitem:
       return getitem(eval(*n.a), eval(*n.b));
     case NodeKind::kSlice: {
+      // x[1, :] parses a slice inside a tuple key (Jinja2 would build a slice object there).
+      if (!n.a) throw_type_error("slice syntax is only supported as the whole subscript");
       Value obj = eval(*n.a);
       if (obj.is_undefined()) fail_undefined(obj);
       Value start = n.b ? eval(*n.b) : Value::none();

@@ -9,11 +9,12 @@
 namespace inkling::jinja {
 namespace {
 
+// Macro calls and recursive loop() calls share one depth budget (Python's recursion limit).
 struct DepthScope {
-  DepthScope(int& d, int limit) : d_(d) {
+  DepthScope(int& d, int limit, const char* what = "nested macro calls") : d_(d) {
     if (++d_ > limit)
       throw TemplateError(ErrorKind::kLimit, "maximum recursion depth exceeded (" +
-                                                 std::to_string(limit) + " nested macro calls)");
+                                                 std::to_string(limit) + " " + what + ")");
   }
   ~DepthScope() { --d_; }
   int& d_;
@@ -325,6 +326,7 @@ void Interpreter::exec_for(const Node& n, const Value& iterable, int depth, std:
         const Node* node = &n;
         put("__call__", Value::callable("loop", [node, depth](Interpreter& in, const CallArgs& a) {
               if (a.args.size() != 1) throw_type_error("loop() takes exactly one argument");
+              DepthScope scope(in.call_depth_, kMaxCallDepth, "nested recursive loop calls");
               std::string inner;
               in.exec_for(*node, a.args[0], depth + 1, inner);
               return Value::string(std::move(inner));

@@ -2,6 +2,9 @@
 // are errors at load), rendering, and the conversion of TemplateError into Status.
 #include "text/jinja/jinja.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "text/jinja/error.h"
 #include "text/jinja/interpreter.h"
 #include "text/jinja/parser.h"
@@ -9,6 +12,36 @@
 namespace inkling::jinja {
 
 namespace {
+
+// Longest root-to-leaf path of a parsed template. The parser bounds each kind of nesting to
+// kMaxParseDepth, but nestings of different kinds can stack; everything that walks the tree
+// afterwards (checks, rendering) recurses, so the total is bounded too. Computed without recursion.
+constexpr size_t kMaxTreeDepth = 800;  // 4 x the parser's kMaxParseDepth
+
+size_t tree_depth(const Body& body) {
+  std::vector<std::pair<const Node*, size_t>> stack;
+  for (const auto& n : body) stack.emplace_back(n.get(), 1);
+  size_t deepest = 0;
+  while (!stack.empty()) {
+    const auto [n, d] = stack.back();
+    stack.pop_back();
+    deepest = std::max(deepest, d);
+    auto push = [&, d = d](const NodePtr& c) {
+      if (c) stack.emplace_back(c.get(), d + 1);
+    };
+    for (const NodePtr* p : {&n->a, &n->b, &n->c, &n->d, &n->target, &n->dyn_args, &n->dyn_kwargs})
+      push(*p);
+    for (const auto& x : n->items) push(x);
+    for (const auto& kv : n->kwargs) push(kv.second);
+    for (const auto& [cond, branch] : n->branches) {
+      push(cond);
+      for (const auto& x : branch) push(x);
+    }
+    for (const auto& x : n->body) push(x);
+    for (const auto& x : n->else_body) push(x);
+  }
+  return deepest;
+}
 
 // Jinja2 3.x reports an unknown filter/test when compiling, unless it sits inside an `if`
 // (then only when executed).
@@ -36,6 +69,9 @@ void check_names(const Node& n, bool in_if) {
 Result<Template> Template::parse(std::string_view source) {
   try {
     auto body = std::make_shared<Body>(parse_template(source));
+    if (tree_depth(*body) > kMaxTreeDepth)
+      return Status::error("[template] template nesting exceeds " + std::to_string(kMaxTreeDepth) +
+                           " levels");
     for (const auto& n : *body) check_names(*n, false);
     Template t;
     t.body_ = std::move(body);

@@ -108,7 +108,17 @@ class Lexer {
     auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), pos);
     size_t line_idx = static_cast<size_t>(it - line_starts_.begin()) - 1;
     size_t start = line_starts_[line_idx];
-    int col = 1 + static_cast<int>(utf8_length(std::string_view(src_).substr(start, pos - start)));
+    // Tokens come in order: count on from the previous position when it is on the same line
+    // (recounting from the line start made a long one-line template quadratic to lex).
+    size_t from = start;
+    int col = 1;
+    if (col_cache_pos_ >= start && col_cache_pos_ <= pos) {
+      from = col_cache_pos_;
+      col = col_cache_col_;
+    }
+    col += static_cast<int>(utf8_length(std::string_view(src_).substr(from, pos - from)));
+    col_cache_pos_ = pos;
+    col_cache_col_ = col;
     return {static_cast<int>(line_idx) + 1, col};
   }
 
@@ -422,6 +432,8 @@ class Lexer {
   std::string src_;
   LexerOptions o_;
   std::vector<size_t> line_starts_;
+  mutable size_t col_cache_pos_ = std::string::npos;  // last position line_col() resolved
+  mutable int col_cache_col_ = 1;                     // ... and its column
   std::vector<Token> tokens_;
   bool last_end_newline_ = false;
 };

@@ -2,6 +2,7 @@
 // and the template globals transformers' environment provides.
 #include "text/jinja/methods.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <string_view>
@@ -65,6 +66,9 @@ std::string pad(const std::string& s, int64_t width, const std::string& fill, ch
   int64_t len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return s;
   int64_t total = width - len;
+  if (uint64_t(total) > kMaxOutputBytes / std::max<size_t>(fill.size(), 1))  // before looping
+    throw TemplateError(ErrorKind::kLimit,
+                        "padded string too large (width " + std::to_string(width) + ")");
   int64_t left = align == '<' ? 0 : align == '>' ? total : total / 2 + (total & width & 1);
   std::string out;
   for (int64_t i = 0; i < left; ++i) out += fill;
@@ -188,6 +192,9 @@ Value str_method(const Value& self, const std::string& name) {
       int64_t w = opt_int(a, 0, "width", 0);
       int64_t len = static_cast<int64_t>(utf8_length(s));
       if (w <= len) return Value::string(s);
+      if (uint64_t(w - len) > kMaxOutputBytes)
+        throw TemplateError(ErrorKind::kLimit,
+                            "padded string too large (width " + std::to_string(w) + ")");
       size_t sign = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
       return Value::string(s.substr(0, sign) + std::string(static_cast<size_t>(w - len), '0') +
                            s.substr(sign));

@@ -50,7 +50,9 @@ NodePtr Parser::parse_expression(bool with_condexpr) {
 NodePtr Parser::parse_condexpr() {
   const Token start = cur();
   NodePtr expr1 = parse_or();
+  ChainGuard chain(*this);
   while (skip_name("if")) {
+    chain.link();
     NodePtr expr2 = parse_or();
     NodePtr expr3;
     if (skip_name("else")) expr3 = parse_condexpr();
@@ -74,14 +76,22 @@ NodePtr Parser::binary(const Token& at, const char* op, NodePtr l, NodePtr r) {
 NodePtr Parser::parse_or() {
   const Token start = cur();
   NodePtr left = parse_and();
-  while (skip_name("or")) left = binary(start, "or", left, parse_and());
+  ChainGuard chain(*this);
+  while (skip_name("or")) {
+    chain.link();
+    left = binary(start, "or", left, parse_and());
+  }
   return left;
 }
 
 NodePtr Parser::parse_and() {
   const Token start = cur();
   NodePtr left = parse_not();
-  while (skip_name("and")) left = binary(start, "and", left, parse_not());
+  ChainGuard chain(*this);
+  while (skip_name("and")) {
+    chain.link();
+    left = binary(start, "and", left, parse_not());
+  }
   return left;
 }
 
@@ -127,7 +137,9 @@ NodePtr Parser::parse_compare() {
 NodePtr Parser::parse_math1() {
   const Token start = cur();
   NodePtr left = parse_concat();
+  ChainGuard chain(*this);
   while (is_op("+") || is_op("-")) {
+    chain.link();
     std::string op = cur().text;
     next();
     left = binary(start, op.c_str(), left, parse_concat());
@@ -148,7 +160,9 @@ NodePtr Parser::parse_concat() {
 NodePtr Parser::parse_math2() {
   const Token start = cur();
   NodePtr left = parse_pow();
+  ChainGuard chain(*this);
   while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+    chain.link();
     std::string op = cur().text;
     next();
     left = binary(start, op.c_str(), left, parse_pow());
@@ -159,7 +173,11 @@ NodePtr Parser::parse_math2() {
 NodePtr Parser::parse_pow() {
   const Token start = cur();
   NodePtr left = parse_unary(true);
-  while (skip_op("**")) left = binary(start, "**", left, parse_unary(true));
+  ChainGuard chain(*this);
+  while (skip_op("**")) {
+    chain.link();
+    left = binary(start, "**", left, parse_unary(true));
+  }
   return left;
 }
 
@@ -268,7 +286,8 @@ NodePtr Parser::parse_primary() {
 }
 
 NodePtr Parser::parse_postfix(NodePtr node) {
-  while (true) {
+  ChainGuard chain(*this);
+  for (;; chain.link()) {
     if (is_op(".") || is_op("["))
       node = parse_subscript(node);
     else if (is_op("("))
@@ -279,7 +298,8 @@ NodePtr Parser::parse_postfix(NodePtr node) {
 }
 
 NodePtr Parser::parse_filter_expr(NodePtr node) {
-  while (true) {
+  ChainGuard chain(*this);
+  for (;; chain.link()) {
     if (is_op("|"))
       node = parse_filter(node, false);
     else if (is_name("is"))
@@ -389,7 +409,9 @@ NodePtr Parser::parse_call(NodePtr node) {
 }
 
 NodePtr Parser::parse_filter(NodePtr node, bool start_inline) {
+  ChainGuard chain(*this);
   while (is_op("|") || start_inline) {
+    chain.link();
     if (!start_inline) next();
     start_inline = false;
     const Token at = cur();

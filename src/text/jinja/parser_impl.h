@@ -114,6 +114,20 @@ class Parser {
     ~DepthGuard() { --p_.depth_; }
     Parser& p_;
   };
+  // Chains built in a loop (a + b + c, x.a.b, v|f|g, ...) nest the tree without recursing here:
+  // each link counts as one level while the chain is parsed (Jinja2 compiles them to nested
+  // parentheses, which Python also refuses beyond 200).
+  struct ChainGuard {
+    explicit ChainGuard(Parser& p) : p_(p) {}
+    void link() {
+      ++n_;
+      if (++p_.depth_ > kMaxParseDepth)
+        p_.fail("template nesting exceeds " + std::to_string(kMaxParseDepth) + " levels");
+    }
+    ~ChainGuard() { p_.depth_ -= n_; }
+    Parser& p_;
+    int n_ = 0;
+  };
 
   // statements (parser.cpp)
   bool at_end_tag(std::initializer_list<const char*> ends) const;

@@ -39,8 +39,8 @@ class Dict {
   Value* find(const Value& key);
   const Value* find(std::string_view key) const;
   void set(const Value& key, Value value);
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
+  size_t size() const;  // defined below Value: clang needs Value complete here
+  bool empty() const;
   const std::vector<std::pair<Value, Value>>& items() const { return items_; }
   void clear();
 
@@ -138,6 +138,13 @@ class Value {
 
 // Maximum nesting of lists/dicts a template may build or print (keeps recursion bounded).
 inline constexpr uint32_t kMaxValueDepth = 512;
+
+inline size_t Dict::size() const {
+  return items_.size();
+}
+inline bool Dict::empty() const {
+  return items_.empty();
+}
 
 // Python names for error messages: 'int', 'str', 'dict', 'NoneType', ...
 std::string py_type_name(const Value& v);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_limits.h"
 #include "inkling/tokenizer.h"
 #include "text/tokenizer/tokenizer_impl.h"
 #include "text/tokenizer/utf8.h"
@@ -183,6 +184,7 @@ Result<const json*> member(const json& obj, const char* key, const std::string& 
 }
 
 Result<json> parse_json(const std::string& path, const std::string& text) {
+  if (Status s = check_json_depth(text, "not valid JSON"); !s) return file_error(path, s.message());
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
