@@ -10,8 +10,12 @@ BUILD=${BUILD_DIR:-build-fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-20}
 JOBS=${JOBS:-2}
 
-CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DINKLING_FUZZ=ON -DINKLING_TESTS=OFF \
-  -DINKLING_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# A build already configured with INKLING_FUZZ=ON (e.g. BUILD_DIR=build-asan from the asan-ubsan
+# preset, which CI builds anyway) is reused as it is.
+if ! grep -q "^INKLING_FUZZ:BOOL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DINKLING_FUZZ=ON -DINKLING_TESTS=OFF \
+    -DINKLING_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
 if [ $# -gt 0 ]; then targets=("$@"); else
   targets=()
   for f in tests/fuzz/fuzz_*.cpp; do t=$(basename "$f" .cpp); targets+=("${t#fuzz_}"); done

@@ -60,9 +60,16 @@ Result<NpyArray> read_npy_f32(const std::string& path) {
   int64_t n = 1;
   const std::string dims = m[1];
   static const std::regex kDigits(R"(\d+)");
+  // Each dimension and the running product stay <= the file's float count, so neither stoll
+  // nor the product can overflow; the exact size check follows.
+  const size_t max_floats = (bytes.size() - off - hlen) / 4;
   for (std::sregex_iterator it(dims.begin(), dims.end(), kDigits), end; it != end; ++it) {
-    a.shape.push_back(std::stoll(it->str()));
-    n *= a.shape.back();
+    const std::string d = it->str();
+    const int64_t dim = d.size() <= 18 ? std::stoll(d) : -1;  // 18 digits fit int64
+    if (dim < 0 || (dim > 0 && size_t(n) > max_floats / size_t(dim)))
+      return Status::error(path + ": data size does not match the shape");
+    a.shape.push_back(dim);
+    n *= dim;
   }
   if (off + hlen + size_t(n) * 4 != bytes.size())
     return Status::error(path + ": data size does not match the shape");

@@ -69,7 +69,9 @@ void ThreadPool::claim_chunks(uint32_t gen, const ChunkFn& fn, size_t n) {
     size_t b, e;
     chunk_range(n, chunks, idx, &b, &e);
     fn(b, e);
-    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks && caller_asleep_.load()) {
+    // seq_cst, like the caller's caller_asleep_ store and done_ re-check: with an acq_rel add
+    // the C++ model would allow both sides to miss each other (a lost wake-up).
+    if (done_.fetch_add(1) + 1 == chunks && caller_asleep_.load()) {
       std::lock_guard<std::mutex> lk(mu_);
       cv_done_.notify_one();
     }

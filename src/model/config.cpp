@@ -1,6 +1,7 @@
 // config.json -> ModelConfig: aliases (OG vs transformers spellings), defaults, layer
 // classification, MLP width resolution and validation. Nothing downstream re-reads the JSON.
 #include "model/config.h"
+#include "base/json_limits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,24 @@ namespace inkling {
 using nlohmann::json;
 
 namespace {
+
+// Upper bounds on every config value that sizes memory or indexes a buffer. Each is far above
+// the largest published Inkling (spec section 9: Inkling 975B has vocab 201024, hidden 6144,
+// 66 layers, 64 heads x 128, d_rel 16, window 512, rel_extent 1024, K 4, widths 24576/3072,
+// 256 experts, top 6 + 2 shared), and together they keep every size the engine derives (rows x
+// widths x chunk, experts x 2I x H, ...) well inside int64, and per-layer widths inside int.
+constexpr int64_t kMaxAnyInteger = int64_t(1) << 40;
+constexpr int64_t kMaxVocab = int64_t(1) << 24;       // token ids are int32; real 201024
+constexpr int64_t kMaxWidth = int64_t(1) << 20;       // hidden / intermediate sizes; real <= 24576
+constexpr int64_t kMaxLayers = int64_t(1) << 12;      // real 66
+constexpr int64_t kMaxHeads = int64_t(1) << 12;       // attention / kv heads; real <= 64
+constexpr int64_t kMaxHeadDim = int64_t(1) << 12;     // head_dim, d_rel; real 128, 16
+constexpr int64_t kMaxHeadsWidth = int64_t(1) << 20;  // heads x head_dim, heads x d_rel; 8192
+constexpr int64_t kMaxExtent = int64_t(1) << 24;      // window, rel_extent; real 512, 1024
+constexpr int64_t kMaxConvK = 256;                    // short-conv taps; real 4
+constexpr int64_t kMaxExperts = int64_t(1) << 16;     // routed experts; real 256
+constexpr int64_t kMaxTopK = 1024;                    // experts per token; real 6
+constexpr int64_t kMaxShared = 1024;                  // shared experts; real 2
 
 // Reads typed fields from one JSON object, remembering the first error. Field names in errors
 // are qualified with the object's path ("text_config.hidden_size").
@@ -31,19 +50,37 @@ class Fields {
   }
   bool has(std::initializer_list<const char*> names) const { return find(names) != nullptr; }
 
+  // Reads an integer field into `out`, rejecting values outside [min_value, max_value] (and
+  // outside T) with one error naming the field, so nothing downstream can wrap or overrun.
   template <typename T>
-  void integer(std::initializer_list<const char*> names, T* out, int64_t min_value = 1) {
+  void integer(std::initializer_list<const char*> names, T* out, int64_t min_value = 1,
+               int64_t max_value = kMaxAnyInteger) {
     const json* v = find(names);
     if (!v) return;
     if (!v->is_number_integer() &&
         !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
       return fail(*names.begin(), "must be an integer, got " + v->dump());
-    const int64_t x = v->is_number_integer() ? v->get<int64_t>() : int64_t(v->get<double>());
-    if (x < min_value)
+    // Compared as the JSON spelled it, never wrapped first: an unsigned value above INT64_MAX
+    // or a float such as 1e30 (whose conversion to int64 would be undefined) is too large.
+    const int64_t limit = std::min<int64_t>(max_value, std::numeric_limits<T>::max());
+    int64_t x = 0;
+    bool too_large = false;
+    if (v->is_number_unsigned()) {
+      too_large = v->get<uint64_t>() > uint64_t(limit);
+      x = too_large ? limit : int64_t(v->get<uint64_t>());
+    } else if (v->is_number_float()) {
+      const double d = v->get<double>();
+      too_large = d > double(limit);  // limits are below 2^53: exact as doubles
+      x = too_large ? limit : d < double(min_value) ? min_value - 1 : int64_t(d);
+    } else {
+      x = v->get<int64_t>();
+      too_large = x > limit;
+    }
+    if (too_large)
       return fail(*names.begin(),
-                  "must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
-    if (x > std::min<int64_t>(int64_t(1) << 40, std::numeric_limits<T>::max()))
-      return fail(*names.begin(), "is implausibly large: " + std::to_string(x));
+                  "= " + v->dump() + " exceeds the supported maximum " + std::to_string(limit));
+    if (x < min_value)
+      return fail(*names.begin(), "must be >= " + std::to_string(min_value) + ", got " + v->dump());
     *out = T(x);
   }
   void number(std::initializer_list<const char*> names, double* out) {
@@ -95,6 +132,7 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   auto err = [&](const std::string& what) {
     return Status::error("[config] " + source + ": " + what);
   };
+  INK_RETURN_IF_ERROR(check_json_depth(text, "[config] " + source));
   json root = json::parse(text, nullptr, false);
   if (root.is_discarded()) return err("not valid JSON");
   if (!root.is_object()) return err("top level is not a JSON object");
@@ -115,21 +153,22 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   Fields top(root, "");
   Fields f(tc, nested ? "text_config." : "");
 
-  f.integer({"vocab_size"}, &c.vocab_size);
-  top.integer({"vocab_size"}, &c.vocab_size);  // a top-level value describes the same vocabulary
+  f.integer({"vocab_size"}, &c.vocab_size, 1, kMaxVocab);
+  // A top-level value describes the same vocabulary.
+  top.integer({"vocab_size"}, &c.vocab_size, 1, kMaxVocab);
   c.unpadded_vocab = 0;
-  f.integer({"unpadded_vocab_size"}, &c.unpadded_vocab);
-  f.integer({"hidden_size"}, &c.hidden);
-  f.integer({"num_hidden_layers"}, &c.n_layers);
-  f.integer({"num_attention_heads"}, &c.n_heads);
-  f.integer({"num_key_value_heads"}, &c.n_kv_heads);
-  f.integer({"head_dim"}, &c.head_dim);
-  f.integer({"swa_num_attention_heads"}, &c.swa_n_heads);
-  f.integer({"swa_num_key_value_heads"}, &c.swa_n_kv_heads);
-  f.integer({"swa_head_dim"}, &c.swa_head_dim);
-  f.integer({"sliding_window_size", "sliding_window"}, &c.window);
-  f.integer({"d_rel"}, &c.d_rel);
-  f.integer({"rel_extent"}, &c.rel_extent);
+  f.integer({"unpadded_vocab_size"}, &c.unpadded_vocab, 1, kMaxVocab);
+  f.integer({"hidden_size"}, &c.hidden, 1, kMaxWidth);
+  f.integer({"num_hidden_layers"}, &c.n_layers, 1, kMaxLayers);
+  f.integer({"num_attention_heads"}, &c.n_heads, 1, kMaxHeads);
+  f.integer({"num_key_value_heads"}, &c.n_kv_heads, 1, kMaxHeads);
+  f.integer({"head_dim"}, &c.head_dim, 1, kMaxHeadDim);
+  f.integer({"swa_num_attention_heads"}, &c.swa_n_heads, 1, kMaxHeads);
+  f.integer({"swa_num_key_value_heads"}, &c.swa_n_kv_heads, 1, kMaxHeads);
+  f.integer({"swa_head_dim"}, &c.swa_head_dim, 1, kMaxHeadDim);
+  f.integer({"sliding_window_size", "sliding_window"}, &c.window, 1, kMaxExtent);
+  f.integer({"d_rel"}, &c.d_rel, 1, kMaxHeadDim);
+  f.integer({"rel_extent"}, &c.rel_extent, 1, kMaxExtent);
   if (f.has({"log_scaling_n_floor"})) {
     double v = 0;
     f.number({"log_scaling_n_floor"}, &v);
@@ -140,24 +179,24 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   f.number({"rms_norm_eps"}, &c.rms_eps);
   f.integer({"max_position_embeddings", "model_max_length"}, &c.max_positions);
   if (c.rms_eps < 0) f.fail("rms_norm_eps", "must be non-negative");
-  f.integer({"conv_kernel_size", "sconv_kernel_size"}, &c.conv_k);
+  f.integer({"conv_kernel_size", "sconv_kernel_size"}, &c.conv_k, 1, kMaxConvK);
 
   // MLP widths: OG files name the expert width `intermediate_size` and carry
   // `dense_intermediate_size`; transformers files use intermediate_size (dense) and
   // moe_intermediate_size (expert). transformers itself gets this wrong for OG Inkling-Small.
   if (f.has({"dense_intermediate_size"})) {
     c.format = "og";
-    f.integer({"dense_intermediate_size"}, &c.dense_width);
-    f.integer({"intermediate_size"}, &c.moe_width);
-    f.integer({"moe_intermediate_size"}, &c.moe_width);
+    f.integer({"dense_intermediate_size"}, &c.dense_width, 1, kMaxWidth);
+    f.integer({"intermediate_size"}, &c.moe_width, 1, kMaxWidth);
+    f.integer({"moe_intermediate_size"}, &c.moe_width, 1, kMaxWidth);
   } else {
     c.format = "hf";
-    f.integer({"intermediate_size"}, &c.dense_width);
-    f.integer({"moe_intermediate_size"}, &c.moe_width);
+    f.integer({"intermediate_size"}, &c.dense_width, 1, kMaxWidth);
+    f.integer({"moe_intermediate_size"}, &c.moe_width, 1, kMaxWidth);
   }
-  f.integer({"n_routed_experts", "num_local_experts"}, &c.n_routed);
-  f.integer({"num_experts_per_tok"}, &c.top_k);
-  f.integer({"n_shared_experts"}, &c.n_shared, 0);
+  f.integer({"n_routed_experts", "num_local_experts"}, &c.n_routed, 1, kMaxExperts);
+  f.integer({"num_experts_per_tok"}, &c.top_k, 1, kMaxTopK);
+  f.integer({"n_shared_experts"}, &c.n_shared, 0, kMaxShared);
   f.number({"route_scale"}, &c.route_scale);
   f.number({"logits_mup_width_multiplier", "embedding_multiplier"}, &c.mup_divisor);
   if (c.mup_divisor == 0) f.fail("logits_mup_width_multiplier", "must be non-zero");
@@ -178,6 +217,21 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
     return err("field '" + p + "swa_num_attention_heads' (" + std::to_string(c.swa_n_heads) +
                ") is not a multiple of swa_num_key_value_heads (" +
                std::to_string(c.swa_n_kv_heads) + ")");
+  // Per-layer widths (query rows, relative-state rows) size scratch rows and weight shapes.
+  struct Product {
+    const char* a;
+    const char* b;
+    int64_t x, y;
+  };
+  for (const Product& q :
+       {Product{"num_attention_heads", "head_dim", c.n_heads, c.head_dim},
+        Product{"swa_num_attention_heads", "swa_head_dim", c.swa_n_heads, c.swa_head_dim},
+        Product{"num_attention_heads", "d_rel", c.n_heads, c.d_rel},
+        Product{"swa_num_attention_heads", "d_rel", c.swa_n_heads, c.d_rel}})
+    if (q.x * q.y > kMaxHeadsWidth)
+      return err("field '" + p + q.a + "' x '" + p + q.b + "' (" + std::to_string(q.x) + " x " +
+                 std::to_string(q.y) + ") exceeds the supported maximum " +
+                 std::to_string(kMaxHeadsWidth));
   for (int32_t e : c.eos_ids)
     if (e < 0 || e >= c.vocab_size)
       return err("field 'eos_token_id' (" + std::to_string(e) + ") is outside the vocabulary");

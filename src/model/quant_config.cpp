@@ -2,6 +2,7 @@
 // overrides, ModelOpt `hf_quant_config.json` or an HF `quantization_config` of quant_method
 // "modelopt") into QuantConfig, and the per-module lookup binding uses.
 #include "model/quant_config.h"
+#include "base/json_limits.h"
 
 #include <filesystem>
 
@@ -175,6 +176,7 @@ Result<QuantConfig> parse_quant_config(const std::string& config_json,
                                        const std::string& hf_quant_json, const std::string& dir) {
   QuantConfig qc;
   const std::string cfg_file = dir + "/config.json";
+  INK_RETURN_IF_ERROR(check_json_depth(config_json, "[quant] " + cfg_file));
   const json cfg = json::parse(config_json, nullptr, false);
   if (cfg.is_discarded() || !cfg.is_object()) return bad(cfg_file, "not a JSON object");
   // Top level first (mlx-lm / mlx-vlm write it there), then text_config.
@@ -190,6 +192,7 @@ Result<QuantConfig> parse_quant_config(const std::string& config_json,
   }
   if (!hf_quant_json.empty()) {
     const std::string file = dir + "/hf_quant_config.json";
+    INK_RETURN_IF_ERROR(check_json_depth(hf_quant_json, "[quant] " + file));
     const json h = json::parse(hf_quant_json, nullptr, false);
     if (h.is_discarded() || !h.is_object()) return bad(file, "not a JSON object");
     auto it = h.find("quantization");

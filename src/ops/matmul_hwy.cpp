@@ -31,11 +31,18 @@ HWY_INLINE VF LoadW(DF df, const uint16_t* p) {
   const hn::RebindToUnsigned<DF> du;
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
 }
+// Scalar loads go through memcpy: weights are mapped from safetensors files, which do not
+// align tensor data, so a weight pointer may be misaligned for its type (the vector loads are
+// LoadU). memcpy compiles to the same single load.
 HWY_INLINE float ScalarW(const float* p, int64_t i) {
-  return p[i];
+  float v;
+  std::memcpy(&v, p + i, sizeof v);
+  return v;
 }
 HWY_INLINE float ScalarW(const uint16_t* p, int64_t i) {
-  return bits_to_f32(uint32_t(p[i]) << 16);
+  uint16_t v;
+  std::memcpy(&v, p + i, sizeof v);
+  return bits_to_f32(uint32_t(v) << 16);
 }
 HWY_INLINE float Sum(DF df, VF v) {
   return hn::GetLane(hn::SumOfLanes(df, v));
@@ -182,7 +189,7 @@ HWY_INLINE void Micro(DF df, const float* HWY_RESTRICT wt, int64_t ldw, int64_t 
     for (int m = 0; m < MV; ++m) xv[m] = hn::LoadU(df, xt + k * ldt + m * N);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      const VF b = hn::Set(df, wt[j * ldw + k]);
+      const VF b = hn::Set(df, ScalarW(wt, j * ldw + k));  // wt may be the mapped weights
 #pragma GCC unroll 4
       for (int m = 0; m < MV; ++m) acc[j][m] = hn::MulAdd(b, xv[m], acc[j][m]);
     }

@@ -30,23 +30,19 @@ void route(const float* logits, const float* bias, const RouteParams& p, int32_t
   for (int j = 0; j < k; ++j) idx[j] = score[size_t(j)].second;
   std::sort(idx, idx + k);
 
-  // log-sigmoid softmax over the k routed and S shared raw logits.
-  float lam[512];
+  // log-sigmoid softmax over the k routed and S shared raw logits. The log-sigmoids are staged
+  // in the outputs themselves (weight[k], then gamma[S]), so no buffer of the kernel's own bounds
+  // k + S: any validated config fits, and the hot path stays allocation-free.
+  auto lam = [&](int j) -> float& { return j < k ? weight[j] : gamma[j - k]; };
   const int n = k + S;
-  for (int j = 0; j < k; ++j) lam[j] = log_sigmoid(logits[idx[j]]);
-  for (int s = 0; s < S; ++s) lam[k + s] = log_sigmoid(logits[E + s]);
+  for (int j = 0; j < k; ++j) weight[j] = log_sigmoid(logits[idx[j]]);
+  for (int s = 0; s < S; ++s) gamma[s] = log_sigmoid(logits[E + s]);
   float mx = -INFINITY;
-  for (int j = 0; j < n; ++j) mx = std::max(mx, lam[j]);
+  for (int j = 0; j < n; ++j) mx = std::max(mx, lam(j));
   float sum = 0.f;
-  for (int j = 0; j < n; ++j) sum += std::exp(lam[j] - mx);
+  for (int j = 0; j < n; ++j) sum += std::exp(lam(j) - mx);
   const float lse = mx + std::log(sum);
-  for (int j = 0; j < n; ++j) {
-    const float w = std::exp(lam[j] - lse) * p.route_scale * p.global_scale;
-    if (j < k)
-      weight[j] = w;
-    else
-      gamma[j - k] = w;
-  }
+  for (int j = 0; j < n; ++j) lam(j) = std::exp(lam(j) - lse) * p.route_scale * p.global_scale;
 }
 
 }  // namespace inkling

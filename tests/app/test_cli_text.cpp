@@ -122,7 +122,7 @@ TEST(CliText, RenderMatchesTransformers) {
     if (row.contains("ids") && ids < 4) {
       auto ri = run_cli({"render", "-m", kTok, "--ids"}, dir.path(), 60, dir.path() + "/req.json");
       ASSERT_EQ(ri.exit_code, 0) << ri.err;
-      EXPECT_EQ(nlohmann::json::parse(ri.out), row["ids"]);
+      EXPECT_EQ(nlohmann::ordered_json::parse(ri.out), row["ids"]);
       ++ids;
     }
   }

@@ -342,8 +342,123 @@ TEST(ConfigBad, ImplausiblyLarge) {
   expect_error({{"num_hidden_layers", int64_t(1) << 31}}, {"'num_hidden_layers'"});
   expect_error({{"text_config", {{"num_hidden_layers", (int64_t(1) << 32) + 2}}}},
                {"'text_config.num_hidden_layers'"});
-  // vocab_size is 64-bit: a large value is fine as long as unpadded/eos agree.
-  EXPECT_EQ(parse_ok({{"vocab_size", int64_t(1) << 33}}).vocab_size, int64_t(1) << 33);
+  // Token ids are int32 and the logits row is vocab-wide: a vocabulary is bounded (2^24).
+  expect_error({{"vocab_size", int64_t(1) << 33}}, {"'vocab_size'", "exceeds"});
+  EXPECT_EQ(parse_ok({{"vocab_size", int64_t(1) << 24}}).vocab_size, int64_t(1) << 24);
+}
+
+// Every config value that sizes memory has an upper bound (src/model/config.cpp), reported as
+// one error naming the field and the limit. Before these bounds, top_k + n_shared > 512 passed
+// validation and overran route()'s fixed float[512] (a stack-buffer-overflow under ASan).
+TEST(ConfigBad, ValuesThatSizeMemoryAreBounded) {
+  struct Case {
+    const char* field;
+    int64_t value;
+  };
+  for (const Case& k :
+       {Case{"vocab_size", (1 << 24) + 1}, Case{"unpadded_vocab_size", 1 << 25},
+        Case{"hidden_size", (1 << 20) + 1}, Case{"num_hidden_layers", 4097},
+        Case{"num_attention_heads", 8192}, Case{"num_key_value_heads", 8192},
+        Case{"head_dim", 4097}, Case{"swa_num_attention_heads", 8192},
+        Case{"swa_num_key_value_heads", 8192}, Case{"swa_head_dim", 4097},
+        Case{"sliding_window_size", (1 << 24) + 1}, Case{"d_rel", 4097},
+        Case{"rel_extent", (1 << 24) + 1}, Case{"conv_kernel_size", 257},
+        Case{"intermediate_size", (1 << 20) + 1}, Case{"moe_intermediate_size", (1 << 20) + 1},
+        Case{"n_routed_experts", (1 << 16) + 1}, Case{"num_experts_per_tok", 1025},
+        Case{"n_shared_experts", 1025}}) {
+    expect_error({{k.field, k.value}}, {std::string("'") + k.field + "'", "exceeds"});
+    expect_error({{"text_config", {{k.field, k.value}}}},
+                 {std::string("'text_config.") + k.field + "'", std::to_string(k.value)});
+  }
+  expect_error({{"dense_intermediate_size", 16384}, {"intermediate_size", (1 << 20) + 1}},
+               {"'intermediate_size'", "exceeds"});
+  expect_error({{"dense_intermediate_size", (1 << 20) + 1}}, {"'dense_intermediate_size'"});
+  // The example from the issue: a top_k the router could never have been trained for.
+  auto r = parse_config(
+      json({{"model_type", "inkling_mm_model"},
+            {"text_config", {{"n_routed_experts", 65536}, {"num_experts_per_tok", 100000}}}})
+          .dump(),
+      "config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "[config] config.json: field 'text_config.num_experts_per_tok' = 100000 exceeds the "
+            "supported maximum 1024");
+  // Products of two in-range values: per-layer query and relative-state widths.
+  expect_error({{"num_attention_heads", 4096}, {"num_key_value_heads", 1}, {"head_dim", 4096}},
+               {"'num_attention_heads' x 'head_dim'", "exceeds"});
+  expect_error({{"swa_num_attention_heads", 4096}, {"swa_num_key_value_heads", 1}, {"d_rel", 4096}},
+               {"'swa_num_attention_heads' x 'd_rel'"});
+}
+
+// Values beyond int64 are too large, not wrapped into range (a float such as 1e30 converted
+// to int64 is undefined behaviour; an unsigned 2^64 - 1 reads back as -1).
+TEST(ConfigBad, ValuesBeyondInt64AreTooLarge) {
+  expect_error({{"hidden_size", 1e30}}, {"'hidden_size'", "exceeds"});
+  expect_error({{"max_position_embeddings", 1e300}}, {"'max_position_embeddings'", "exceeds"});
+  expect_error({{"hidden_size", -1e30}}, {"'hidden_size'", "must be >= 1"});
+  expect_error({{"num_experts_per_tok", uint64_t(-1)}}, {"'num_experts_per_tok'", "exceeds"});
+  expect_text_error("{\"vocab_size\": 18446744073709551615}", {"'vocab_size'", "exceeds"});
+  EXPECT_EQ(parse_ok({{"hidden_size", 4096.0}}).hidden, 4096);
+}
+
+// A config nested 100k levels deep is refused before it is parsed (nothing walks it recursively).
+TEST(ConfigBad, DeeplyNestedJsonIsRefused) {
+  expect_text_error("{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}",
+                    {"nested deeper than"});
+}
+
+// The bounds leave every published Inkling (spec section 9) and generous growth room alone.
+TEST(Config, PublishedAndLargeShapesPass) {
+  const json big = {{"model_type", "inkling_mm_model"},
+                    {"text_config",
+                     {{"vocab_size", 201024},
+                      {"unpadded_vocab_size", 200058},
+                      {"hidden_size", 6144},
+                      {"num_hidden_layers", 66},
+                      {"num_attention_heads", 64},
+                      {"num_key_value_heads", 8},
+                      {"head_dim", 128},
+                      {"swa_num_attention_heads", 64},
+                      {"swa_num_key_value_heads", 16},
+                      {"swa_head_dim", 128},
+                      {"sliding_window_size", 512},
+                      {"d_rel", 16},
+                      {"rel_extent", 1024},
+                      {"model_max_length", 1048576},
+                      {"sconv_kernel_size", 4},
+                      {"dense_intermediate_size", 24576},
+                      {"intermediate_size", 3072},
+                      {"n_routed_experts", 256},
+                      {"num_experts_per_tok", 6},
+                      {"n_shared_experts", 2},
+                      {"dense_mlp_idx", 2}}},
+                    {"eos_token_id", 200006}};
+  const auto c = parse_ok(big);
+  EXPECT_EQ(c.hidden, 6144);
+  EXPECT_EQ(c.n_layers, 66);
+  EXPECT_EQ(c.top_k, 6);
+  // Far beyond any published shape, at or inside every limit.
+  const auto at = parse_ok({{"vocab_size", 1 << 24},
+                            {"hidden_size", 1 << 20},
+                            {"num_hidden_layers", 4096},
+                            {"num_attention_heads", 256},
+                            {"num_key_value_heads", 256},
+                            {"head_dim", 4096},
+                            {"swa_num_attention_heads", 4096},
+                            {"swa_num_key_value_heads", 64},
+                            {"swa_head_dim", 256},
+                            {"d_rel", 256},
+                            {"sliding_window_size", 1 << 24},
+                            {"rel_extent", 1 << 24},
+                            {"conv_kernel_size", 256},
+                            {"intermediate_size", 1 << 20},
+                            {"moe_intermediate_size", 1 << 20},
+                            {"n_routed_experts", 1 << 16},
+                            {"num_experts_per_tok", 1024},
+                            {"n_shared_experts", 1024},
+                            {"max_position_embeddings", int64_t(1) << 40}});
+  EXPECT_EQ(at.top_k + at.n_shared, 2048);  // > 512: route() has no fixed buffer left
+  EXPECT_EQ(at.max_positions, int64_t(1) << 40);
 }
 
 TEST(ConfigBad, NonNumbers) {
@@ -403,8 +518,6 @@ TEST(ConfigBad, EosOutsideVocab) {
   expect_error({{"eos_token_id", {1, "x"}}}, {"'eos_token_id'"});
 }
 
-// DISABLED: src/model/config.cpp read_eos() narrows with get<int32_t>(), so 2^32 + 5 wraps to 5
-// and is accepted. Enable once read_eos range-checks before narrowing.
 TEST(ConfigBad, EosTooLargeForInt32) {
   // 2^32 + 5 must not wrap around to the valid id 5.
   expect_error({{"vocab_size", 100}, {"eos_token_id", int64_t(4294967301)}}, {"'eos_token_id'"});

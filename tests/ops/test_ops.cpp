@@ -1,6 +1,7 @@
 // Every op in src/ops against its scalar twin in src/ops/reference on random data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -210,6 +211,33 @@ TEST(Ops, RouteHandComputed) {
   EXPECT_NEAR(gamma[0], sc * sig(0.3) / den, 1e-6);
   EXPECT_NEAR(gamma[1], sc * sig(-0.7) / den, 1e-6);
   EXPECT_NEAR(w[0] + w[1] + gamma[0] + gamma[1], sc, 1e-5);
+}
+
+TEST(Ops, RouteWithMoreThan512Weights) {
+  // Regression: route() staged the k + S log-sigmoids in a fixed float[512] on the stack, so a
+  // config with top_k + n_shared > 512 overflowed it (ASan: stack-buffer-overflow). Every
+  // weight must now be written, and all of them together still sum to the scale.
+  const int E = 1200, S = 40, k = 600;
+  std::vector<float> logits(size_t(E + S)), bias(size_t(E), 0.f);
+  for (int i = 0; i < E + S; ++i) logits[size_t(i)] = 0.001f * float((i * 37) % 1000) - 0.5f;
+  RouteParams p{E, S, k, 2.f, 0.5f};
+  std::vector<int32_t> idx(size_t(k), -1);
+  std::vector<float> w(size_t(k), -1.f), gamma(size_t(S), -1.f);
+  route(logits.data(), bias.data(), p, idx.data(), w.data(), gamma.data());
+  EXPECT_TRUE(std::is_sorted(idx.begin(), idx.end()));
+  double den = 0, total = 0;
+  auto sig = [](double x) { return 1 / (1 + std::exp(-x)); };
+  for (int32_t e : idx) den += sig(logits[size_t(e)]);
+  for (int s = 0; s < S; ++s) den += sig(logits[size_t(E + s)]);
+  for (int j = 0; j < k; ++j) {
+    EXPECT_NEAR(w[size_t(j)], 1.0 * sig(logits[size_t(idx[size_t(j)])]) / den, 1e-6) << j;
+    total += w[size_t(j)];
+  }
+  for (int s = 0; s < S; ++s) {
+    EXPECT_NEAR(gamma[size_t(s)], 1.0 * sig(logits[size_t(E + s)]) / den, 1e-6) << s;
+    total += gamma[size_t(s)];
+  }
+  EXPECT_NEAR(total, 1.0, 1e-4);
 }
 
 }  // namespace
