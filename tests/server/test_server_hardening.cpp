@@ -255,13 +255,16 @@ TEST(ServerHardening, SlowClientsAreCutOffAndDoNotStarveOthers) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Normal clients are served promptly while the slow ones are connected.
+  double slowest = 0;
   for (int i = 0; i < 5; ++i) {
     const auto t0 = Clock::now();
     int st = 0;
     testing::post_json(srv.port(), "/v1/chat/completions", chat("hi " + std::to_string(i), 2), &st);
     EXPECT_EQ(st, 200);
-    EXPECT_LT(testing::seconds_since(t0), 2.0) << "a normal request waited behind slow clients";
+    slowest = std::max(slowest, testing::seconds_since(t0));
   }
+  std::printf("with %d slow clients: slowest of 5 normal requests %.3f s\n", kSlow, slowest);
+  EXPECT_LT(slowest, 2.0) << "a normal request waited behind slow clients";
   // After the 3 s request deadline the server has closed every slow connection.
   std::this_thread::sleep_for(std::chrono::milliseconds(3500));
   int closed = 0;
