@@ -41,8 +41,8 @@ Status resolve_api_key(const std::string& file, std::string* key) {
 Runner add_serve(CLI::App& app) {
   auto o = std::make_shared<server::ServerOptions>();
   app.add_option("-m,--model", o->model_dir, "model folder")->required();
-  app.add_option("--host", o->host, "address to listen on")->capture_default_str();
-  app.add_option("--port", o->port, "port (0 = any free port)")
+  app.add_option("--host", o->net.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", o->net.port, "port (0 = any free port)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   app.add_option("--parallel,--np", o->parallel, "requests decoded together (slots)")
@@ -74,26 +74,26 @@ Runner add_serve(CLI::App& app) {
                  "request bodies held at once by all connections; more: 503")
       ->capture_default_str()
       ->check(CLI::Range(size_t(1), size_t(1) << 20));
-  app.add_option("--max-connections", o->max_connections,
+  app.add_option("--max-connections", o->net.max_connections,
                  "open connections at once; more are answered 503")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app.add_option("--backlog", o->backlog, "listen backlog (connections waiting to be accepted)")
+  app.add_option("--backlog", o->net.backlog, "listen backlog (connections waiting to be accepted)")
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));
-  app.add_option("--request-timeout", o->request_timeout_s,
+  app.add_option("--request-timeout", o->net.request_timeout_s,
                  "seconds a client has to send a whole request (head and body)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
-  app.add_option("--idle-timeout", o->idle_timeout_s,
+  app.add_option("--idle-timeout", o->net.idle_timeout_s,
                  "seconds a keep-alive connection may wait for its next request")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
-  app.add_option("--io-timeout", o->io_timeout_s,
+  app.add_option("--io-timeout", o->net.io_timeout_s,
                  "seconds one socket read or write may make no progress")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
-  app.add_option("--shutdown-grace", o->shutdown_grace_s,
+  app.add_option("--shutdown-grace", o->net.shutdown_grace_s,
                  "on SIGTERM/SIGINT: seconds requests in flight may still finish")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
@@ -120,7 +120,7 @@ Runner add_serve(CLI::App& app) {
     if (!srv.ok()) return fail(srv.status().message());
     auto port = srv.value()->bind();
     if (!port.ok()) return fail(port.status().message());
-    std::printf("inkling serve: listening on http://%s:%d\n", o->host.c_str(), port.value());
+    std::printf("inkling serve: listening on http://%s:%d\n", o->net.host.c_str(), port.value());
     std::fflush(stdout);
     server::Server* s = srv.value().get();
     std::thread sig([s, set] {

@@ -18,19 +18,9 @@
 #include <thread>
 
 #include "inkling/status.h"
+#include "listener_options.h"
 
 namespace inkling::server {
-
-struct ListenerOptions {
-  std::string host = "127.0.0.1";
-  int port = 8080;                // 0 = any free port
-  int backlog = 1024;             // listen(2) backlog (the kernel caps it at somaxconn)
-  int max_connections = 512;      // open connections; more are answered 503 and closed
-  double request_timeout_s = 30;  // connect (or previous response) -> request fully received
-  double idle_timeout_s = 5;      // keep-alive: longest wait for the next request
-  double io_timeout_s = 5;        // one read or write making no progress
-  double shutdown_grace_s = 10;   // drain: how long requests in flight may still run
-};
 
 // Counters for /metrics and tests.
 struct ListenerStats {

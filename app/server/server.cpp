@@ -466,21 +466,12 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
   so.prefix_cache_bytes = opts.prefix_cache_mb << 20;
   ctx.scheduler = std::make_unique<Scheduler>(ctx.engine, so, &ctx.metrics);
 
-  ListenerOptions lo;
-  lo.host = opts.host;
-  lo.port = opts.port;
-  lo.backlog = opts.backlog;
-  lo.max_connections = opts.max_connections;
-  lo.request_timeout_s = opts.request_timeout_s;
-  lo.idle_timeout_s = opts.idle_timeout_s;
-  lo.io_timeout_s = opts.io_timeout_s;
-  lo.shutdown_grace_s = opts.shutdown_grace_s;
-  impl->listener = std::make_unique<Listener>(lo);
+  impl->listener = std::make_unique<Listener>(opts.net);
   ctx.listener = impl->listener.get();
   auto secs = [](double s) { return std::chrono::duration<double>(s); };
-  impl->http.set_read_timeout(secs(opts.io_timeout_s));
-  impl->http.set_write_timeout(secs(opts.io_timeout_s));
-  impl->http.set_keep_alive_timeout(std::max<time_t>(1, time_t(opts.idle_timeout_s + 0.5)));
+  impl->http.set_read_timeout(secs(opts.net.io_timeout_s));
+  impl->http.set_write_timeout(secs(opts.net.io_timeout_s));
+  impl->http.set_keep_alive_timeout(std::max<time_t>(1, time_t(opts.net.idle_timeout_s + 0.5)));
   impl->http.set_keep_alive_max_count(1000);
   impl->http.set_payload_max_length(opts.max_body_bytes);
   impl->http.set_default_headers({{"Access-Control-Allow-Origin", "*"}});

@@ -8,13 +8,13 @@
 #include <string>
 
 #include "inkling/status.h"
+#include "listener_options.h"
 
 namespace inkling::server {
 
 struct ServerOptions {
   std::string model_dir;
-  std::string host = "127.0.0.1";
-  int port = 8080;             // 0 = any free port (printed at startup)
+  ListenerOptions net;         // host, port (0 = any free port), connection limits and timeouts
   int parallel = 1;            // slots decoded together
   int64_t ctx_size = 0;        // per slot; 0 = the model's model_max_length (capped at 32768)
   std::string api_key;         // empty = no authentication
@@ -24,14 +24,7 @@ struct ServerOptions {
   size_t prefix_cache_mb = 1024;
   size_t max_body_bytes = size_t(8) << 20;     // decoded (after chunked / gzip / br) request body
   size_t max_body_memory = size_t(256) << 20;  // request bodies of all connections together
-  // Connections (app/server/listener.h).
-  int backlog = 1024;             // listen(2) backlog
-  int max_connections = 512;      // open connections; more are answered 503
-  double request_timeout_s = 30;  // connect or previous response -> request fully received
-  double idle_timeout_s = 5;      // keep-alive: longest wait for the next request
-  double io_timeout_s = 5;        // one socket read or write without progress
-  double shutdown_grace_s = 10;   // SIGTERM: how long requests in flight may still finish
-  std::string alias;              // model id reported by /v1/models; default: the folder name
+  std::string alias;        // model id reported by /v1/models; default: the folder name
   std::string test_script;  // TEST ONLY: JSON [{"when": substr, "output": text}] forced outputs
   bool verbose = false;
 };
