@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -195,7 +196,14 @@ def main():
     ap.add_argument("--tokenizer-dir", help="tokenizer folder for --maker")
     args = ap.parse_args()
     if args.maker and not os.path.exists(os.path.join(args.model, "model.safetensors")):
-        subprocess.run([args.maker, args.model, args.tokenizer_dir], check=True)
+        # Made aside and renamed into place: other test processes may start servers on it.
+        tmp = "%s.tmp.%d" % (args.model, os.getpid())
+        subprocess.run([args.maker, tmp, args.tokenizer_dir], check=True,
+                       stdout=subprocess.DEVNULL)
+        try:
+            os.rename(tmp, args.model)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # another process made it first
     srv = subprocess.Popen([args.inkling, "serve", "-m", args.model, "--port", "0", "-t", "2",
                             "--parallel", "4", "--prefix-cache-mb", args.prefix_cache_mb],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

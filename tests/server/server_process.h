@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,15 @@ inline int spawn_wait(std::vector<std::string> args) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// Writes `text` to `path` atomically (a temporary file renamed over it): ctest runs the tests of
+// one suite as parallel processes, and a server starting in one must never read the script
+// half-written by another.
+inline void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  std::ofstream(tmp) << text;
+  std::filesystem::rename(tmp, path);
+}
+
 // Empty string = ready; else the reason the tests must be skipped.
 inline std::string ensure_tiny_model() {
   namespace fs = std::filesystem;
@@ -45,9 +55,15 @@ inline std::string ensure_tiny_model() {
     return "no tokenizer files at " + kTokenizerDir;
   if (fs::exists(kTinyModel + "/model.safetensors") && fs::exists(kTinyModel + "/tokenizer.json"))
     return "";
-  if (spawn_wait({INKLING_BINARY_DIR "/make_tiny_chat_model", kTinyModel, kTokenizerDir}) != 0)
+  // ctest starts several test processes at once: each makes the model in a folder of its own and
+  // renames it into place, so no server ever loads a half-written one. The first rename wins.
+  const std::string tmp = kTinyModel + ".tmp." + std::to_string(getpid());
+  if (spawn_wait({INKLING_BINARY_DIR "/make_tiny_chat_model", tmp, kTokenizerDir}) != 0)
     return "make_tiny_chat_model failed";
-  return "";
+  std::error_code ec;
+  fs::rename(tmp, kTinyModel, ec);
+  fs::remove_all(tmp, ec);  // lost the race (the folder exists now): drop ours
+  return fs::exists(kTinyModel + "/model.safetensors") ? "" : "tiny model missing after make";
 }
 
 class ServerProcess {

@@ -12,6 +12,7 @@ import argparse
 import http.client
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -123,8 +124,14 @@ def main():
         return 77
     model = os.path.join(args.work, "tiny_chat_model")
     if not os.path.exists(os.path.join(model, "model.safetensors")):
-        subprocess.run([args.maker, model, args.tokenizer_dir], check=True,
+        # Made aside and renamed into place: other test processes may start servers on it.
+        tmp = "%s.tmp.%d" % (model, os.getpid())
+        subprocess.run([args.maker, tmp, args.tokenizer_dir], check=True,
                        stdout=subprocess.DEVNULL)
+        try:
+            os.rename(tmp, model)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # another process made it first
     script_path = os.path.join(args.work, "server_openai_script.json")
     with open(script_path, "w") as f:
         json.dump(SCRIPT, f)

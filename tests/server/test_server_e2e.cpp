@@ -39,7 +39,7 @@ std::string write_script() {
         "<|content_thinking|>Think \xC3\xA9.<|end_message|><|message_model|><|content_text|>"
         "Roses are red \xF0\x9F\x8C\xB9 violets STOP are blue<|end_message|>"
         "<|content_model_end_sampling|>"}});
-  std::ofstream(path) << s.dump();
+  testing::write_file_atomically(path, s.dump());
   return path;
 }
 

@@ -36,7 +36,7 @@ std::string write_script() {
                {"output",
                 "<|content_thinking|>Rhyme.<|end_message|><|message_model|><|content_text|>"
                 "Roses are red<|end_message|><|content_model_end_sampling|>"}});
-  std::ofstream(path) << s.dump();
+  testing::write_file_atomically(path, s.dump());
   return path;
 }
 
