@@ -69,8 +69,7 @@ Runner add_serve(CLI::App& app) {
                  "largest request body in bytes after decoding (chunked, gzip)")
       ->capture_default_str()
       ->check(CLI::Range(size_t(1024), size_t(1) << 32));
-  auto body_mem_mb = std::make_shared<size_t>(o->max_body_memory >> 20);
-  app.add_option("--max-body-memory-mb", *body_mem_mb,
+  app.add_option("--max-body-memory-mb", o->max_body_memory_mb,
                  "request bodies held at once by all connections; more: 503")
       ->capture_default_str()
       ->check(CLI::Range(size_t(1), size_t(1) << 20));
@@ -101,8 +100,7 @@ Runner add_serve(CLI::App& app) {
   app.add_flag("-v,--verbose", o->verbose, "log each request to stderr");
   // TEST ONLY: forced outputs for deterministic end-to-end tests (docs/api.md, "Testing").
   app.add_option("--test-script", o->test_script)->group("");
-  return [o, key_file, body_mem_mb]() -> int {
-    o->max_body_memory = *body_mem_mb << 20;
+  return [o, key_file]() -> int {
     if (auto st = resolve_api_key(*key_file, &o->api_key); !st.ok()) return fail(st.message());
 #ifdef __GLIBC__
     // Request bodies (up to --max-body-bytes) and per-request buffers are allocated by many

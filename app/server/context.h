@@ -52,9 +52,7 @@ void send_error(httplib::Response& res, const ApiError& e);
 
 // Route handlers (handlers_generate.cpp).
 // `body` is the request body, already read within the size limit (server.cpp, read_body).
-void handle_chat(Context& ctx, const httplib::Request& req, const std::string& body,
-                 httplib::Response& res);
-void handle_completions(Context& ctx, const httplib::Request& req, const std::string& body,
-                        httplib::Response& res);
+void handle_chat(Context& ctx, const std::string& body, httplib::Response& res);
+void handle_completions(Context& ctx, const std::string& body, httplib::Response& res);
 
 }  // namespace inkling::server

@@ -220,8 +220,7 @@ struct ChatRun {
 
 }  // namespace
 
-void handle_chat(Context& ctx, const httplib::Request& req, const std::string& raw,
-                 httplib::Response& res) {
+void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
   ojson body;
   if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   ChatRequest cr;
@@ -260,7 +259,7 @@ void handle_chat(Context& ctx, const httplib::Request& req, const std::string& r
   if (!job) return;
 
   auto run = std::make_shared<ChatRun>(ctx, job, ChatOutput(ctx.tok, ctx.ids, cr.gen.stop),
-                                       ids.size(), PeerWatch(req));
+                                       ids.size(), PeerWatch());
   run->model = cr.gen.model.empty() ? ctx.model_id : cr.gen.model;
   run->stream = cr.gen.stream;
   run->include_usage = cr.gen.stream && cr.gen.include_usage;
@@ -334,8 +333,7 @@ void handle_chat(Context& ctx, const httplib::Request& req, const std::string& r
 
 // ---- completions -----------------------------------------------------------------------------
 
-void handle_completions(Context& ctx, const httplib::Request& req, const std::string& raw,
-                        httplib::Response& res) {
+void handle_completions(Context& ctx, const std::string& raw, httplib::Response& res) {
   ojson body;
   if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   CompletionRequest cr;
@@ -350,7 +348,7 @@ void handle_completions(Context& ctx, const httplib::Request& req, const std::st
   p.forced = ctx.forced_for(prompt_text);
   ctx.metrics.prompt_tokens += ids.size();
   const std::vector<int32_t> stop_ids = p.stop_ids;
-  const PeerWatch peer(req);
+  const PeerWatch peer;
   auto job = submit(ctx, std::move(p), res);
   if (!job) return;
 

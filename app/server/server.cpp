@@ -70,8 +70,7 @@ const char* route_label(const std::string& path) {
   return "other";
 }
 
-void handle_tokenize(Context& ctx, const httplib::Request&, const std::string& raw,
-                     httplib::Response& res) {
+void handle_tokenize(Context& ctx, const std::string& raw, httplib::Response& res) {
   ojson body;
   if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   TokenizeRequest tr;
@@ -93,8 +92,7 @@ void handle_tokenize(Context& ctx, const httplib::Request&, const std::string& r
   send_json(res, out);
 }
 
-void handle_detokenize(Context& ctx, const httplib::Request&, const std::string& raw,
-                       httplib::Response& res) {
+void handle_detokenize(Context& ctx, const std::string& raw, httplib::Response& res) {
   ojson body;
   if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
   std::vector<int32_t> ids;
@@ -261,11 +259,10 @@ std::optional<ApiError> read_body(const Context& ctx, const httplib::Request& re
   return std::nullopt;
 }
 
-ApiError internal_error(const Context& ctx, const httplib::Request& req, const char* what) {
+ApiError internal_error(const httplib::Request& req, const char* what) {
   // The detail goes to the log, not to the client.
   std::fprintf(stderr, "inkling serve: internal error in %s %s: %s\n", req.method.c_str(),
                req.path.c_str(), what);
-  (void)ctx;
   ApiError err;
   err.status = 500;
   err.type = "server_error";
@@ -273,8 +270,7 @@ ApiError internal_error(const Context& ctx, const httplib::Request& req, const c
   return err;
 }
 
-using BodyHandler = void (*)(Context&, const httplib::Request&, const std::string&,
-                             httplib::Response&);
+using BodyHandler = void (*)(Context&, const std::string&, httplib::Response&);
 
 void install_routes(Server::Impl& s) {
   Context& ctx = s.ctx;
@@ -284,15 +280,15 @@ void install_routes(Server::Impl& s) {
                               const httplib::ContentReader& reader) {
       try {
         std::string body;
-        BodyReservation reservation(ctx.body_bytes_in_use, int64_t(ctx.opts.max_body_memory));
+        BodyReservation reservation(ctx.body_bytes_in_use,
+                                    int64_t(ctx.opts.max_body_memory_mb << 20));
         if (auto e = read_body(ctx, req, res, reader, &reservation, &body)) {
-          res.status = -1;
           res.set_header("Connection", "close");  // every body error ends the connection
           return send_error(res, *e);
         }
-        h(ctx, req, body, res);
+        h(ctx, body, res);
       } catch (const std::exception& e) {
-        send_error(res, internal_error(ctx, req, e.what()));
+        send_error(res, internal_error(req, e.what()));
       }
     });
   };
@@ -410,7 +406,7 @@ void install_routes(Server::Impl& s) {
     return httplib::Server::HandlerResponse::Handled;
   }));
   http.set_exception_handler(
-      [&ctx](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown exception";
         try {
           if (ep) std::rethrow_exception(ep);
@@ -418,7 +414,7 @@ void install_routes(Server::Impl& s) {
           what = e.what();
         } catch (...) {
         }
-        send_error(res, internal_error(ctx, req, what.c_str()));
+        send_error(res, internal_error(req, what.c_str()));
       });
   http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
     conn::response_written();

@@ -22,8 +22,8 @@ struct ServerOptions {
   size_t max_queue = 64;       // requests waiting beyond the slots before 503
   int64_t batch_tokens = 512;  // prompt tokens per scheduler step
   size_t prefix_cache_mb = 1024;
-  size_t max_body_bytes = size_t(8) << 20;     // decoded (after chunked / gzip / br) request body
-  size_t max_body_memory = size_t(256) << 20;  // request bodies of all connections together
+  size_t max_body_bytes = size_t(8) << 20;  // decoded (after chunked / gzip / br) request body
+  size_t max_body_memory_mb = 256;          // request bodies of all connections together
   std::string alias;        // model id reported by /v1/models; default: the folder name
   std::string test_script;  // TEST ONLY: JSON [{"when": substr, "output": text}] forced outputs
   bool verbose = false;

@@ -16,6 +16,15 @@ size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // safetensors spelling: "F32", "BF16", ...
 std::optional<DType> parse_dtype(std::string_view name);
 
+// One element read from an address that may not be aligned for T (weights mapped from
+// safetensors files are not padded): memcpy compiles to the same single load, without the UB.
+template <typename T>
+inline T load_unaligned(const T* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 inline float bits_to_f32(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);

@@ -17,26 +17,13 @@ constexpr int kLanes = 16;
 // Below this many tokens the streamed matvec beats packing x for the blocked gemm.
 constexpr int64_t kGemmMinTokens = 8;
 
-// Weight rows are mapped from safetensors files, which do not align tensor data: element loads
-// from them go through memcpy (the same single load, without the misaligned-access UB).
-inline float load_f32(const float* p) {
-  float v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline uint16_t load_u16(const uint16_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 inline float dot_f32(const float* a, const float* b, int64_t n) {
   float acc[kLanes] = {};
   int64_t c = 0;
   for (; c + kLanes <= n; c += kLanes)
-    for (int i = 0; i < kLanes; ++i) acc[i] += a[c + i] * load_f32(b + c + i);
+    for (int i = 0; i < kLanes; ++i) acc[i] += a[c + i] * load_unaligned(b + c + i);
   float tail = 0;
-  for (; c < n; ++c) tail += a[c] * load_f32(b + c);
+  for (; c < n; ++c) tail += a[c] * load_unaligned(b + c);
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int i = 0; i < w; ++i) acc[i] += acc[i + w];
   return acc[0] + tail;
@@ -47,9 +34,9 @@ inline float dot_bf16(const float* a, const uint16_t* b, int64_t n) {
   int64_t c = 0;
   for (; c + kLanes <= n; c += kLanes)
     for (int i = 0; i < kLanes; ++i)
-      acc[i] += a[c + i] * bits_to_f32(uint32_t(load_u16(b + c + i)) << 16);
+      acc[i] += a[c + i] * bits_to_f32(uint32_t(load_unaligned(b + c + i)) << 16);
   float tail = 0;
-  for (; c < n; ++c) tail += a[c] * bf16_to_f32(load_u16(b + c));
+  for (; c < n; ++c) tail += a[c] * bf16_to_f32(load_unaligned(b + c));
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int i = 0; i < w; ++i) acc[i] += acc[i + w];
   return acc[0] + tail;
@@ -64,7 +51,7 @@ void row_to_f32(const uint8_t* row, DType t, int64_t n, float* out) {
       return;
     case DType::BF16: {
       const auto* p = reinterpret_cast<const uint16_t*>(row);
-      for (int64_t i = 0; i < n; ++i) out[i] = bits_to_f32(uint32_t(load_u16(p + i)) << 16);
+      for (int64_t i = 0; i < n; ++i) out[i] = bits_to_f32(uint32_t(load_unaligned(p + i)) << 16);
       return;
     }
     default:

@@ -31,18 +31,13 @@ HWY_INLINE VF LoadW(DF df, const uint16_t* p) {
   const hn::RebindToUnsigned<DF> du;
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
 }
-// Scalar loads go through memcpy: weights are mapped from safetensors files, which do not
-// align tensor data, so a weight pointer may be misaligned for its type (the vector loads are
-// LoadU). memcpy compiles to the same single load.
+// Weights may be misaligned for their type (safetensors data is not padded): the vector loads
+// are LoadU and the scalar ones load_unaligned.
 HWY_INLINE float ScalarW(const float* p, int64_t i) {
-  float v;
-  std::memcpy(&v, p + i, sizeof v);
-  return v;
+  return load_unaligned(p + i);
 }
 HWY_INLINE float ScalarW(const uint16_t* p, int64_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + i, sizeof v);
-  return bits_to_f32(uint32_t(v) << 16);
+  return bits_to_f32(uint32_t(load_unaligned(p + i)) << 16);
 }
 HWY_INLINE float Sum(DF df, VF v) {
   return hn::GetLane(hn::SumOfLanes(df, v));
