@@ -22,7 +22,7 @@ from tiktoken.load import load_tiktoken_bpe  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "data")
+DATA = os.path.join(ROOT, "tests", "data")
 
 
 def fnv(ids):

@@ -2,7 +2,7 @@
 """Compares the chat parity fixture with Thinking Machines' own renderer (`tml-renderers`, TMLv0).
 
 tests/fixtures/chat/renders.jsonl holds OpenAI chat requests rendered by transformers'
-apply_chat_template with ../shared/data/inkling/chat_template.jinja and tokenized by the HF
+apply_chat_template with tests/data/inkling/chat_template.jinja and tokenized by the HF
 tokenizer (tools/make_chat_fixtures.py). This script renders every request it can express in
 tml-renderers' types with `tml_renderers.v0.Renderer` and compares the token ids.
 
@@ -45,7 +45,7 @@ import sys
 from tml_renderers import chat, tokenizers, v0
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "data", "inkling")
+DATA = os.path.join(ROOT, "tests", "data", "inkling")
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "chat", "renders.jsonl")
 OUT_IDS = os.path.join(ROOT, "tests", "fixtures", "chat", "tml_ids.jsonl")
 
@@ -299,7 +299,7 @@ def compare(tok, renderer, row, mode):
 
 
 def check_tokenizer(tok):
-    """The package's bundled tokenizer vs ../shared/data/inkling/special_tokens.json."""
+    """The package's bundled tokenizer vs tests/data/inkling/special_tokens.json."""
     notes = []
     path = os.path.join(DATA, "special_tokens.json")
     if not os.path.exists(path):

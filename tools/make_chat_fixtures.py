@@ -4,7 +4,7 @@ tests/text/test_jinja*.cpp.
 
 * tests/fixtures/chat/renders.jsonl — OpenAI chat requests rendered with the real Inkling
   template through transformers (apply_chat_template's exact environment), with token ids from
-  the HF tokenizer in ../shared/data/inkling, or the error the template raises.
+  the HF tokenizer in tests/data/inkling, or the error the template raises.
 * tests/fixtures/jinja/cases.jsonl — small templates covering every Jinja feature the engine
   implements, rendered with transformers' compiled environment (ImmutableSandboxedEnvironment,
   trim_blocks, lstrip_blocks, loopcontrols, generation, transformers' tojson/raise_exception).
@@ -23,7 +23,7 @@ from transformers import AutoTokenizer  # noqa: E402
 from transformers.utils import chat_template_utils as ctu  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "data", "inkling")
+DATA = os.path.join(ROOT, "tests", "data", "inkling")
 OUT_CHAT = os.path.join(ROOT, "tests", "fixtures", "chat", "renders.jsonl")
 OUT_JINJA = os.path.join(ROOT, "tests", "fixtures", "jinja", "cases.jsonl")
 

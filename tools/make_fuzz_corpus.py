@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/) from the test
-fixtures and ../shared/data/inkling: small, real-ish inputs in each target's input format
+fixtures and tests/data/inkling: small, real-ish inputs in each target's input format
 (see the comment at the top of tests/fuzz/fuzz_<target>.cpp). Deterministic; rerun to refresh."""
 import base64, json, os, struct, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "tests", "fixtures")
-DATA = os.path.join(ROOT, "..", "shared", "data", "inkling")
+DATA = os.path.join(ROOT, "tests", "data", "inkling")
 OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
 SEP = b"\n@@@@\n"
 

@@ -3,7 +3,7 @@
 
 Writes tests/fixtures/tokenizer/corpus.jsonl ({"text", "tiktoken", "hf"[, "ordinary"]} per line)
 and tests/fixtures/tokenizer/decode.jsonl ({"ids", "text"}: reference lossy decodes).
-Reads only ../shared/data (no downloads). Usage: python3 tools/make_tokenizer_fixtures.py
+Reads only tests/data (no downloads). Usage: python3 tools/make_tokenizer_fixtures.py
 """
 import hashlib
 import json
@@ -16,7 +16,7 @@ from tiktoken.load import load_tiktoken_bpe
 from tokenizers import Tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "data")
+DATA = os.path.join(ROOT, "tests", "data")
 RANKS = os.path.join(DATA, "o200k_base.tiktoken")
 INKLING = os.path.join(DATA, "inkling")
 OUT = os.path.join(ROOT, "tests", "fixtures", "tokenizer")

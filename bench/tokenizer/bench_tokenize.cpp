@@ -71,7 +71,7 @@ std::string default_text(const std::string& root, size_t mb) {
 
 int main(int argc, char** argv) {
   std::string root = ".";
-  std::string model = "../shared/data/inkling";
+  std::string model = "tests/data/inkling";
   std::string file;
   std::string write_text;
   size_t mb = 8;

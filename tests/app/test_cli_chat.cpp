@@ -15,7 +15,7 @@ using testing::TempDir;
 using testing::write_file;
 
 TEST(CliChat, MultiTurnSessionEndsCleanly) {
-  const std::string tok = std::string(INKLING_SOURCE_DIR) + "/../shared/data/inkling";
+  const std::string tok = std::string(INKLING_SOURCE_DIR) + "/tests/data/inkling";
   if (!std::filesystem::exists(tok + "/tokenizer.json")) GTEST_SKIP() << "no shared tokenizer data";
   TempDir dir;
   const std::string model = dir.path() + "/model";

@@ -16,7 +16,7 @@ using testing::run_cli;
 using testing::TempDir;
 using testing::write_file;
 
-const std::string kTok = std::string(INKLING_SOURCE_DIR) + "/../shared/data/inkling";
+const std::string kTok = std::string(INKLING_SOURCE_DIR) + "/tests/data/inkling";
 
 // The first lines of the committed parity corpus: {"text", "tiktoken", "hf"} per line.
 std::vector<nlohmann::json> corpus(size_t n) {

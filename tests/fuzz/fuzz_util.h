@@ -33,10 +33,10 @@ inline std::vector<std::string_view> split(std::string_view s, std::string_view 
 }
 
 // The folder holding tokenizer.json / chat_template.jinja: $INKLING_DATA_DIR, else the checkout's
-// ../shared/data/inkling (as the tests use).
+// tests/data/inkling (as the tests use).
 inline std::string inkling_data_dir() {
   if (const char* d = std::getenv("INKLING_DATA_DIR")) return d;
-  return std::string(INKLING_SOURCE_DIR) + "/../shared/data/inkling";
+  return std::string(INKLING_SOURCE_DIR) + "/tests/data/inkling";
 }
 
 // A fresh folder under $TMPDIR for this process, removed at exit.

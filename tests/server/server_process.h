@@ -25,7 +25,7 @@ extern char** environ;
 namespace inkling::testing {
 
 inline const char* kInkling = INKLING_BINARY_DIR "/inkling";
-inline const std::string kTokenizerDir = INKLING_SOURCE_DIR "/../shared/data/inkling";
+inline const std::string kTokenizerDir = INKLING_SOURCE_DIR "/tests/data/inkling";
 inline const std::string kTinyModel = INKLING_BINARY_DIR "/tiny_chat_model";
 
 inline int spawn_wait(std::vector<std::string> args) {

@@ -13,7 +13,7 @@ namespace inkling {
 namespace {
 
 TEST(ChatIds, RenderedPromptsTokenizeLikeTransformers) {
-  const std::string data = std::string(INKLING_SOURCE_DIR) + "/../shared/data/inkling";
+  const std::string data = std::string(INKLING_SOURCE_DIR) + "/tests/data/inkling";
   auto tmpl = ChatTemplate::load(data);
   auto tok = Tokenizer::load(data);
   if (!tmpl.ok() || !tok.ok()) GTEST_SKIP() << "no shared tokenizer data";
@@ -35,7 +35,7 @@ TEST(ChatIds, RenderedPromptsTokenizeLikeTransformers) {
 // its sampled-not-rendered <|message_model|> is appended (tools/compare_tml_renderers.py); our
 // ids must equal its ids there too.
 TEST(ChatIds, AgreesWithTmlRenderersWhereConventionsMatch) {
-  const std::string data = std::string(INKLING_SOURCE_DIR) + "/../shared/data/inkling";
+  const std::string data = std::string(INKLING_SOURCE_DIR) + "/tests/data/inkling";
   auto tmpl = ChatTemplate::load(data);
   auto tok = Tokenizer::load(data);
   if (!tmpl.ok() || !tok.ok()) GTEST_SKIP() << "no shared tokenizer data";

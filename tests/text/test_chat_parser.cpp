@@ -335,7 +335,7 @@ TEST(ChatParser, ReasoningWithoutEndSwitchesOnTextMarker) {
 }
 
 TEST(ChatParser, SpecialTokenIdsFromLookup) {
-  std::ifstream in(INKLING_SOURCE_DIR "/../shared/data/inkling/special_tokens.json");
+  std::ifstream in(INKLING_SOURCE_DIR "/tests/data/inkling/special_tokens.json");
   ASSERT_TRUE(in);
   auto j = nlohmann::json::parse(in);
   std::map<std::string, int32_t> vocab;

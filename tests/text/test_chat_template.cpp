@@ -12,7 +12,7 @@
 namespace inkling {
 namespace {
 
-const char* kModelDir = INKLING_SOURCE_DIR "/../shared/data/inkling";
+const char* kModelDir = INKLING_SOURCE_DIR "/tests/data/inkling";
 
 ChatTemplate load_inkling() {
   Result<ChatTemplate> t = ChatTemplate::load(kModelDir);

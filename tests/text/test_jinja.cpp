@@ -253,7 +253,7 @@ namespace {
 
 // Truncations and byte mutations of the real template: any result is fine, crashing is not.
 TEST(JinjaRobustness, MutatedTemplatesNeverCrash) {
-  std::ifstream f(INKLING_SOURCE_DIR "/../shared/data/inkling/chat_template.jinja");
+  std::ifstream f(INKLING_SOURCE_DIR "/tests/data/inkling/chat_template.jinja");
   ASSERT_TRUE(f);
   std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   auto vars = nlohmann::ordered_json::parse(

@@ -1,6 +1,6 @@
 // Shared helpers for the tokenizer tests (declared in tokenizer_test_util.h):
 // the real Inkling vocabulary loaded once per process, from tokenizer.json and from
-// tiktoken/tokenizer.model, paths into ../shared/data, and temporary folders.
+// tiktoken/tokenizer.model, paths into tests/data, and temporary folders.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 namespace inkling::testing {
 
 std::string shared_data(const std::string& rel) {
-  return std::string(INKLING_SOURCE_DIR) + "/../shared/data/" + rel;
+  return std::string(INKLING_SOURCE_DIR) + "/tests/data/" + rel;
 }
 
 // Loaded once, shared by every test (also exercises sharing one Tokenizer).

@@ -9,7 +9,7 @@
 
 namespace inkling::testing {
 
-std::string shared_data(const std::string& rel);          // ../shared/data/<rel>
+std::string shared_data(const std::string& rel);          // tests/data/<rel>
 std::shared_ptr<const Tokenizer> hf_tokenizer();          // inkling/tokenizer.json, once
 std::shared_ptr<const Tokenizer> tiktoken_tokenizer();    // tiktoken/tokenizer.model, once
 std::filesystem::path temp_dir(const std::string& name);  // fresh, under the temp dir
