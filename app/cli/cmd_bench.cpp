@@ -17,15 +17,23 @@
 #include "model/cost.h"
 #include "ops/attention.h"
 #include "ops/machine_hwy.h"
-#include "ops/quant_q4_bf16dot.h"
 
 namespace inkling::cli {
 
 namespace {
 
-// Which kernel decodes MLX affine 4-bit rows here (INKLING_NO_BF16DOT=1 selects the portable one).
-std::string q4_decode_kernel() {
-  return q4_bf16dot_enabled() ? "avx512-bf16" : "highway " + simd_target_name();
+// The kernel the registry bound to the routed experts (else the largest group) for one token,
+// e.g. "avx512-bf16 q4" or "hwy quant"; INKLING_NO_BF16DOT=1 selects the portable kernels.
+std::string q4_decode_kernel(const ModelInfo& info) {
+  const ModelInfo::Storage* best = nullptr;
+  for (const ModelInfo::Storage& s : info.storage)
+    if (!best || (s.group == "routed experts") > (best->group == "routed experts") ||
+        ((s.group == "routed experts") == (best->group == "routed experts") &&
+         s.bytes > best->bytes))
+      best = &s;
+  if (!best) return "";
+  const std::string k = best->kernel_one;
+  return k.rfind("hwy", 0) == 0 ? k + " (" + simd_target_name() + ")" : k;
 }
 
 struct BenchArgs {
@@ -240,7 +248,7 @@ int run_bench(const BenchArgs& a) {
     nlohmann::json j = {{"model_dir", a.model_dir},
                         {"threads", a.threads},
                         {"simd_target", simd_target_name()},
-                        {"q4_decode_kernel", q4_decode_kernel()},
+                        {"q4_decode_kernel", q4_decode_kernel(info)},
                         {"prompt_tokens", a.prompt},
                         {"gen_tokens", a.gen},
                         {"context", ctx0},
@@ -269,8 +277,8 @@ int run_bench(const BenchArgs& a) {
       "machine:   %d threads, SIMD %s (4-bit decode: %s), read bandwidth %.1f GB/s (%.1f / %.1f "
       "before / after), "
       "FMA peak %.1f GFLOP/s (%.1f / %.1f)\n",
-      a.threads, simd_target_name().c_str(), q4_decode_kernel().c_str(), bw, bw_before, bw_after,
-      peak, peak_before, peak_after);
+      a.threads, simd_target_name().c_str(), q4_decode_kernel(info).c_str(), bw, bw_before,
+      bw_after, peak, peak_before, peak_after);
   std::printf("decode cost at context %lld (bytes per token):\n%s",
               static_cast<long long>(ctx0 + a.gen / 2), dc.describe().c_str());
   std::printf("prefill cost per token (prompt %lld): %.2f GFLOP\n",

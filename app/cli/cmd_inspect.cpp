@@ -33,10 +33,13 @@ Runner add_inspect(CLI::App& app) {
       std::printf("  %-8s %12llu bytes (%.2f MiB)\n", dt.c_str(),
                   static_cast<unsigned long long>(b), double(b) / 1048576.0);
     std::printf("weights by module and format:\n");
-    for (const auto& st : info.storage)
+    for (const auto& st : info.storage) {
       std::printf("  %-15s %-16s %6lld matrices %12llu bytes (%.2f MiB)\n", st.group.c_str(),
                   st.format.c_str(), static_cast<long long>(st.matrices),
                   static_cast<unsigned long long>(st.bytes), double(st.bytes) / 1048576.0);
+      std::printf("  %-15s kernels: 1 token %s | 2-7 %s | 8+ %s\n", "", st.kernel_one.c_str(),
+                  st.kernel_few.c_str(), st.kernel_gemm.c_str());
+    }
     const double mib = 1048576.0;
     std::printf("memory: %.2f MiB mapped weights (not copied) + %.2f MiB f32 small tensors\n",
                 double(info.mapped_bytes) / mib, double(info.copied_bytes) / mib);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "inkling/observer.h"
 #include "inkling/status.h"
 
 namespace inkling {
@@ -45,6 +46,9 @@ struct ModelInfo {
     int64_t matrices = 0;
     int64_t elements = 0;  // logical weights (rows x cols) of those matrices
     uint64_t bytes = 0;
+    // Kernels bound to these matrices per shape class: 1 token, 2-7 tokens, 8+ tokens (of the
+    // last matrix of the group and format; they share parameters in every published layout).
+    std::string kernel_one, kernel_few, kernel_gemm;
   };
   std::vector<Storage> storage;
   uint64_t mapped_bytes = 0;        // checkpoint bytes the weights read (mmap'd, not copied)
@@ -111,6 +115,10 @@ class Session {
   void restore(const SessionSnapshot& snap);
   void reset();
   size_t state_bytes() const;
+  // Calls `observer` (not owned; null = none) with every named activation of this session's
+  // prefill and decode passes (include/inkling/observer.h). Engine::step() batches are not
+  // observed.
+  void set_observer(ActivationObserver* observer);
 
   struct Impl;
 

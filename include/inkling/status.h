@@ -18,7 +18,6 @@ class Status {
   static Status error(std::string message) { return Status(std::move(message), true); }
 
   bool ok() const { return !failed_; }
-  bool is_ok() const { return !failed_; }
   explicit operator bool() const { return !failed_; }
   const std::string& message() const { return message_; }
 
@@ -39,7 +38,7 @@ class Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {
-    if (std::get<Status>(v_).is_ok()) v_ = Status::error("internal: Result built from ok Status");
+    if (std::get<Status>(v_).ok()) v_ = Status::error("internal: Result built from ok Status");
   }
   bool ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return ok(); }
@@ -71,7 +70,7 @@ class Result {
 #define INK_RETURN_IF_ERROR(expr)                 \
   do {                                            \
     ::inkling::Status ink_status_ = (expr);       \
-    if (!ink_status_.is_ok()) return ink_status_; \
+    if (!ink_status_.ok()) return ink_status_; \
   } while (0)
 
 #define INK_CONCAT_INNER(a, b) a##b

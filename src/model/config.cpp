@@ -91,7 +91,7 @@ class Fields {
     if (!std::isfinite(*out)) return fail(*names.begin(), "must be finite");
   }
   void fail(const std::string& field, const std::string& what) {
-    if (status_.is_ok()) status_ = Status::error("field '" + prefix_ + field + "' " + what);
+    if (status_.ok()) status_ = Status::error("field '" + prefix_ + field + "' " + what);
   }
   const Status& status() const { return status_; }
 

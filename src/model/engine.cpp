@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model/model.h"
+#include "ops/formats.h"
 
 namespace inkling {
 
@@ -39,57 +40,29 @@ struct Session::Impl {
   Scratch scratch;
   std::vector<float> logits;  // [unpadded_vocab] of the last position
   int64_t max_context = 0;
+  ActivationObserver* observer = nullptr;
 };
 
 namespace {
 
-std::string format_name(const MatView& v) {
-  switch (v.format) {
-    case WeightFormat::kDense:
-      return dtype_name(v.dtype);
-    case WeightFormat::kAffine:
-      return "affine q" + std::to_string(v.bits) + "/g" + std::to_string(v.group);
-    case WeightFormat::kNvfp4:
-      return "nvfp4";
-  }
-  return "?";
-}
-
-// Bytes of the checkpoint a view reads: codes plus scales/biases for quantized formats.
-uint64_t view_bytes(const MatView& v) {
-  if (v.format == WeightFormat::kDense) return uint64_t(v.rows * v.cols) * dtype_size(v.dtype);
-  const uint64_t codes = v.format == WeightFormat::kNvfp4 ? uint64_t(v.rows * v.cols / 2)
-                                                          : uint64_t(v.rows * v.cols * v.bits / 8);
-  const int64_t groups = v.cols / std::max(v.group, 1);
-  const uint64_t sidecar = uint64_t(v.rows * groups) * dtype_size(v.scale_dtype);
-  return codes + sidecar * (v.biases ? 2 : 1);
-}
-
 void storage_table(const Model& m, ModelInfo* info) {
   std::map<std::pair<std::string, std::string>, ModelInfo::Storage> t;
-  auto add = [&](const char* group, const MatView& v) {
-    if (!v.data) return;
-    auto& e = t[{group, format_name(v)}];
+  const Weights& w = m.weights;
+  for_each_matrix(w, [&](const char* group, const std::string&, const MatView& v) {
+    const std::string format = format_label(v);
+    auto& e = t[{group, format}];
     e.group = group;
-    e.format = format_name(v);
+    e.format = format;
     e.matrices += 1;
     e.elements += v.rows * v.cols;
     e.bytes += view_bytes(v);
-  };
-  auto add_glu = [&](const char* group, const SwiGluWeights& g) {
-    add(group, g.gate), add(group, g.up), add(group, g.down);
-  };
-  const Weights& w = m.weights;
-  add("embed", w.embed);
-  add("lm_head", w.lm_head);
+    const KernelSet& k = kernels_of(v);
+    e.kernel_one = k.for_tokens(1).name;
+    e.kernel_few = k.for_tokens(2).name;
+    e.kernel_gemm = k.for_tokens(kGemmMinTokens).name;
+  });
   uint64_t copied = (w.embed_norm.size() + w.final_norm.size()) * 4;
   for (const LayerWeights& l : w.layers) {
-    for (const MatView* v : {&l.attn.q, &l.attn.k, &l.attn.v, &l.attn.r, &l.attn.o})
-      add("attention", *v);
-    add_glu("dense mlp", l.dense);
-    add("router", l.moe.router);
-    for (const auto& e : l.moe.routed) add_glu("routed experts", e);
-    for (const auto& e : l.moe.shared) add_glu("shared experts", e);
     for (const auto* v :
          {&l.attn_norm, &l.mlp_norm, &l.attn_conv, &l.mlp_conv, &l.attn.q_norm, &l.attn.k_norm,
           &l.attn.k_conv, &l.attn.v_conv, &l.attn.rel_proj, &l.moe.router_bias})
@@ -238,7 +211,7 @@ void run_chunks(Session::Impl& s, std::span<const int32_t> tokens, std::vector<f
     const bool last = b + size_t(T) == tokens.size();
     Segment seg{&s.state, tokens.data() + b, T, nullptr, all != nullptr};
     seg.logits = all ? all->data() + b * size_t(V) : (last ? s.logits.data() : nullptr);
-    forward_batch(*s.model, &seg, 1, s.scratch, s.pool);
+    forward_batch(*s.model, &seg, 1, s.scratch, s.pool, s.observer);
   }
   if (all) std::copy_n(all->data() + (tokens.size() - 1) * size_t(V), V, s.logits.data());
 }
@@ -250,6 +223,10 @@ Result<std::span<const float>> Session::prefill(std::span<const int32_t> tokens)
       check_tokens(impl_->model->config, tokens, impl_->state.pos, impl_->max_context));
   run_chunks(*impl_, tokens, nullptr);
   return std::span<const float>(impl_->logits);
+}
+
+void Session::set_observer(ActivationObserver* observer) {
+  impl_->observer = observer;
 }
 
 Result<std::span<const float>> Session::decode(int32_t token) {

@@ -8,8 +8,10 @@
 
 #include "base/safetensors.h"
 #include "base/thread_pool.h"
+#include "inkling/observer.h"
 #include "model/cache.h"
 #include "model/config.h"
+#include "model/layer.h"
 #include "model/weights.h"
 
 namespace inkling {
@@ -34,26 +36,32 @@ struct Scratch {
   std::vector<int32_t> route_idx;              // [chunk, k]
   std::vector<float> route_w, route_gamma;     // [chunk, k], [chunk, S]
   std::vector<int32_t> expert_tokens;          // token slots grouped by expert
+  std::vector<LayerSegment> layer_segs;        // per forward call: each segment's layer view
 
   static Scratch make(const ModelConfig& c, int64_t chunk);
   // Bytes make() would allocate, computed without allocating (for `inspect`).
   static size_t footprint(const ModelConfig& c, int64_t chunk);
 };
 
-// One sequence's share of a batched forward: `n` tokens appended to `state`. If `logits` is
-// non-null it receives [n, unpadded_vocab] (all_positions) or the last position's row only.
+// One sequence's share of a batched forward: `n` tokens appended to `state`. The outputs, each
+// optional, receive every position (all_positions) or the last one only: `logits` [., unpadded
+// vocab]; `hidden` [., H] the final hidden state before the final norm; `hidden_normed` [., H]
+// after it (not divided by the muP multiplier: what a multi-token-prediction depth reads).
 struct Segment {
   SequenceState* state = nullptr;
   const int32_t* tokens = nullptr;
   int64_t n = 0;
   float* logits = nullptr;
   bool all_positions = false;
+  float* hidden = nullptr;
+  float* hidden_normed = nullptr;
 };
 
 // Runs several sequences through the model in one pass: every matmul (and each MoE expert) sees
 // the rows of all segments together; convs and attention use each segment's own state. The
 // total token count must be <= scratch.chunk. Advances every segment's state.
-void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& s,
-                   ThreadPool* pool);
+// `observer` (optional) sees every named activation (include/inkling/observer.h).
+void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& s, ThreadPool* pool,
+                   ActivationObserver* observer = nullptr);
 
 }  // namespace inkling

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "ops/matmul.h"
 #include "ops/moe.h"
 
 namespace inkling {
@@ -40,13 +42,24 @@ namespace {
 
 // Step 1: router logits and the per-token choice of experts and weights.
 void route_tokens(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
-                  ThreadPool* pool) {
+                  ThreadPool* pool, const Tap& tap) {
   const int64_t E = c.n_routed, S = c.n_shared, k = c.top_k;
   matmul(m, T, c.hidden, w.router, s.router_logits.data(), E + S, pool);
   RouteParams p{c.n_routed, c.n_shared, c.top_k, float(c.route_scale), w.router_scale};
   for (int64_t t = 0; t < T; ++t)
     route(s.router_logits.data() + t * (E + S), w.router_bias.data(), p, s.route_idx.data() + t * k,
           s.route_w.data() + t * k, s.route_gamma.data() + t * S);
+  if (!tap) return;
+  if (tap.wants("router_logits")) {  // the routed columns only, as transformers returns them
+    std::vector<float> routed(size_t(T * E));
+    for (int64_t t = 0; t < T; ++t)
+      std::memcpy(routed.data() + t * E, s.router_logits.data() + t * (E + S),
+                  size_t(E) * sizeof(float));
+    tap("router_logits", routed.data(), {T, E});
+  }
+  tap.ids("router_topk_ids", s.route_idx.data(), {T, k});  // ascending per token, as dumped
+  tap("router_topk_weights", s.route_w.data(), {T, k});
+  tap("router_shared_gammas", s.route_gamma.data(), {T, S});
 }
 
 // Step 2: each chosen expert runs once over all of its tokens; weighted results are added into
@@ -78,7 +91,7 @@ void experts(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t 
 
 // Step 3: shared experts (gamma before the down projection, summed in f32) added to the routed sum.
 void combine(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
-             float* out, ThreadPool* pool) {
+             float* out, ThreadPool* pool, const Tap& tap) {
   const int64_t H = c.hidden, I = c.moe_width, S = c.n_shared;
   if (S == 0) return;
   float* shared = s.y.data();
@@ -88,16 +101,18 @@ void combine(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t 
     if (e > 0)
       for (int64_t i = 0; i < T * H; ++i) shared[i] += dst[i];
   }
+  tap("mlp.shared_experts", shared, {T, H});
   for (int64_t i = 0; i < T * H; ++i) out[i] += shared[i];
 }
 
 }  // namespace
 
 void moe_block(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
-               float* out, ThreadPool* pool) {
-  route_tokens(c, w, m, T, s, pool);
+               float* out, ThreadPool* pool, const Tap& tap) {
+  route_tokens(c, w, m, T, s, pool, tap);
   experts(c, w, m, T, s, out, pool);
-  combine(c, w, m, T, s, out, pool);
+  tap("mlp.experts", out, {T, c.hidden});
+  combine(c, w, m, T, s, out, pool, tap);
 }
 
 }  // namespace inkling

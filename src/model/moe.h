@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model/model.h"
+#include "model/observe.h"
 
 namespace inkling {
 
@@ -13,7 +14,10 @@ namespace inkling {
 void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* gu,
             const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool);
 
+// out [T, H] = routed experts' weighted sum + shared experts'. `tap` (prefix "layers.N.") sees
+// router_logits, router_topk_ids / _weights, router_shared_gammas, mlp.experts and
+// mlp.shared_experts.
 void moe_block(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
-               float* out, ThreadPool* pool);
+               float* out, ThreadPool* pool, const Tap& tap = {});
 
 }  // namespace inkling

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "ops/formats.h"
 #include "ops/quant.h"
 
 namespace inkling {
@@ -127,12 +128,12 @@ class Binder {
     std::vector<MatView> out;
     if (!down) {
       const MatView flat = mat(name, S * rows, cols);
-      if (!status_.is_ok()) return {};
+      if (!status_.ok()) return {};
       for (int64_t s = 0; s < S; ++s) out.push_back(flat.slice_rows(s * rows, rows));
       return out;
     }
     const MatView flat = mat(name, rows, S * cols);
-    if (!status_.is_ok()) return {};
+    if (!status_.ok()) return {};
     const int64_t align = flat.format == WeightFormat::kDense ? 1 : flat.group;
     if (cols % align != 0)
       return failv("[load] " + it->second.origin + ": expert width " + std::to_string(cols) +
@@ -165,7 +166,7 @@ class Binder {
     return v.empty() ? 1.f : v[0];
   }
   void fail(std::string msg) {
-    if (status_.is_ok()) status_ = Status::error(std::move(msg));
+    if (status_.ok()) status_ = Status::error(std::move(msg));
   }
   std::vector<MatView> failv(std::string msg) {
     fail(std::move(msg));
@@ -364,7 +365,7 @@ Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
   w.lm_head = b.mat("lm_head.weight", V, H);
   w.embed_norm = b.vec("model.embed_norm.weight", {H});
   w.final_norm = b.vec("model.norm.weight", {H});
-  for (int i = 0; i < c.n_layers && b.status().is_ok(); ++i) {
+  for (int i = 0; i < c.n_layers && b.status().ok(); ++i) {
     const LayerSpec& s = c.layers[size_t(i)];
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights L;
@@ -379,7 +380,7 @@ Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
       // mlx-vlm's fused projection: rows q, k, v, r stacked in that order.
       const int64_t rq = nh * hd, rk = nkv * hd, rr = nh * c.d_rel;
       const MatView f = b.mat(qkvr, rq + 2 * rk + rr, H);
-      if (!b.status().is_ok()) break;
+      if (!b.status().ok()) break;
       a.q = f.slice_rows(0, rq);
       a.k = f.slice_rows(rq, rk);
       a.v = f.slice_rows(rq + rk, rk);
@@ -423,7 +424,15 @@ Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
     }
     w.layers.push_back(std::move(L));
   }
-  if (!b.status().is_ok()) return b.status();
+  if (!b.status().ok()) return b.status();
+  // Every matrix gets its kernels from the format registry now, once.
+  std::string unbound;
+  for_each_matrix(w, [&](const char*, const std::string& name, MatView& v) {
+    if (unbound.empty() && !bind_kernels(v))
+      unbound = "[load] " + name + ": no kernel runs storage " + format_label(v) + " with " +
+                std::to_string(v.cols) + " columns";
+  });
+  if (!unbound.empty()) return Status::error(unbound);
   w.unused = b.unused();
   w.storage = b.storage();
   return w;

@@ -11,7 +11,7 @@
 #include "model/config.h"
 #include "model/layouts.h"
 #include "model/quant_config.h"
-#include "ops/matmul.h"
+#include "ops/weight_view.h"
 
 namespace inkling {
 
@@ -60,6 +60,38 @@ struct Weights {
   };
   std::map<std::string, Storage> storage;
 };
+
+// Calls f(group, name, view) for every matrix of w (Weights or const Weights), in a fixed order:
+// `group` is the module group inspect and bench report ("embed", "lm_head", "attention",
+// "dense mlp", "router", "routed experts", "shared experts"), `name` the canonical tensor name
+// (experts: "model.layers.3.mlp.experts.17.gate_proj"). Unbound views (data null) are skipped.
+template <typename W, typename F>
+void for_each_matrix(W& w, F&& f) {
+  auto one = [&](const char* group, const std::string& name, auto& v) {
+    if (v.data) f(group, name, v);
+  };
+  auto glu = [&](const char* group, const std::string& p, auto& g) {
+    one(group, p + "gate_proj", g.gate), one(group, p + "up_proj", g.up);
+    one(group, p + "down_proj", g.down);
+  };
+  one("embed", "model.embed_tokens.weight", w.embed);
+  one("lm_head", "lm_head.weight", w.lm_head);
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    auto& l = w.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    one("attention", p + "self_attn.q_proj.weight", l.attn.q);
+    one("attention", p + "self_attn.k_proj.weight", l.attn.k);
+    one("attention", p + "self_attn.v_proj.weight", l.attn.v);
+    one("attention", p + "self_attn.r_proj.weight", l.attn.r);
+    one("attention", p + "self_attn.o_proj.weight", l.attn.o);
+    glu("dense mlp", p + "mlp.", l.dense);
+    one("router", p + "mlp.gate.weight", l.moe.router);
+    for (size_t e = 0; e < l.moe.routed.size(); ++e)
+      glu("routed experts", p + "mlp.experts." + std::to_string(e) + ".", l.moe.routed[e]);
+    for (size_t e = 0; e < l.moe.shared.size(); ++e)
+      glu("shared experts", p + "mlp.shared_experts." + std::to_string(e) + ".", l.moe.shared[e]);
+  }
+}
 
 // `quant` says what config.json / hf_quant_config.json state about quantization; the sidecar
 // tensors (scales, biases, scale2) and shapes decide the rest (see docs/quantization.md).

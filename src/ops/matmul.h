@@ -1,62 +1,16 @@
-// Matrix products against checkpoint weights: y[t, r] = sum_c x[t, c] * W[r, c].
-// Weights stay in their stored dtype (f32 or bf16) and may be row-strided views (a de-interleaved
-// gate/up half of a fused tensor is every other row). Activations and results are f32.
+// Matrix products against checkpoint weights: y[t, r] = sum_c x[t, c] * W[r, c]. Weights stay in
+// their stored format and may be row-strided views (a de-interleaved gate/up half of a fused
+// tensor is every other row). Activations and results are f32. This file only splits rows over
+// the thread pool; the kernel is the one the format registry bound to the weight
+// (ops/formats.h), chosen by the number of tokens.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
-#include "base/dtype.h"
 #include "base/thread_pool.h"
+#include "ops/weight_view.h"
 
 namespace inkling {
-
-// Storage of a weight matrix. The forward pass never branches on the checkpoint layout, only on
-// this: plain floats, MLX affine groups, or ModelOpt NVFP4 blocks.
-enum class WeightFormat : uint8_t {
-  kDense,   // dtype F32/BF16/F16 elements
-  kAffine,  // MLX affine: packed unsigned `bits`-bit codes in U32 words (low bits = first
-            // element); w = scale * q + bias per group of `group` columns
-  kNvfp4,   // ModelOpt NVFP4: U8 bytes of two E2M1 codes (low nibble first); w = e2m1 *
-            // (e4m3 block scale of 16 columns * scale2)
-};
-
-// A row-major matrix view: `rows` x `cols` logical elements. Dense: columns contiguous, rows
-// `row_stride` elements of `dtype` apart. Quantized: `data` rows hold packed codes `row_stride`
-// bytes apart; `scales` (and `biases` for affine) rows are `scale_stride` elements apart.
-struct MatView {
-  DType dtype = DType::F32;
-  const uint8_t* data = nullptr;
-  int64_t rows = 0, cols = 0, row_stride = 0;
-  WeightFormat format = WeightFormat::kDense;
-  const uint8_t* scales =
-      nullptr;  // affine: scale_dtype [rows, cols/group]; nvfp4: e4m3 [rows, cols/16]
-  const uint8_t* biases = nullptr;  // affine only, scale_dtype
-  DType scale_dtype = DType::BF16;
-  int64_t scale_stride = 0;  // elements between rows of scales/biases
-  int bits = 0, group = 0;   // affine: 4 or 8 bits, group 32/64/128; nvfp4: 4, 16
-  float scale2 = 1.f;        // nvfp4 per-tensor (per-expert) scale
-
-  const uint8_t* row(int64_t r) const {
-    return format == WeightFormat::kDense ? data + size_t(r * row_stride) * dtype_size(dtype)
-                                          : data + size_t(r * row_stride);
-  }
-  // Rows [begin, begin + n) as a view of their own.
-  MatView slice_rows(int64_t begin, int64_t n) const {
-    MatView v = *this;
-    v.data = row(begin);
-    v.rows = n;
-    if (scales) v.scales = scales + size_t(begin * scale_stride) * dtype_size(scale_dtype);
-    if (biases) v.biases = biases + size_t(begin * scale_stride) * dtype_size(scale_dtype);
-    return v;
-  }
-};
-
-// If a and b are the two halves of one stored matrix (a fused gate/up tensor), sets *whole to
-// that matrix (2 * a.rows rows, one read stream instead of two) and returns true: rows
-// interleaved (a = even rows, b = odd rows; *interleaved = true) or stacked (b's rows follow a's).
-// Decided from pointers and strides alone, so it holds for any two views it accepts.
-bool join_halves(const MatView& a, const MatView& b, MatView* whole, bool* interleaved);
 
 // y[t * ldy + r] for t < n_tok, r < w.rows, from x[t * ldx + c]. Splits rows over `pool`.
 void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float* y, int64_t ldy,
@@ -65,11 +19,5 @@ void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float*
 // Same product for rows [r0, r1) only, single-threaded (callers that partition work themselves).
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy);
-
-// One dot product of f32 x with a weight row of dtype t (n elements).
-float dot_row(const float* x, const uint8_t* row, DType t, int64_t n);
-
-// Converts n elements of a weight row to f32.
-void row_to_f32(const uint8_t* row, DType t, int64_t n, float* out);
 
 }  // namespace inkling

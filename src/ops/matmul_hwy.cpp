@@ -377,10 +377,6 @@ size_t GemmColumnBlock() {
   return 8 * hn::Lanes(DF());
 }
 
-const char* MatmulTargetName() {
-  return hwy::TargetName(HWY_TARGET);
-}
-
 }  // namespace HWY_NAMESPACE
 }  // namespace inkling
 HWY_AFTER_NAMESPACE();
@@ -391,7 +387,6 @@ namespace inkling {
 HWY_EXPORT(MatvecRows);
 HWY_EXPORT(GemmRows);
 HWY_EXPORT(GemmColumnBlock);
-HWY_EXPORT(MatmulTargetName);
 
 bool hwy_dense_supported(DType t) {
   return t == DType::F32 || t == DType::BF16;
@@ -412,10 +407,6 @@ void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
 void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                    int64_t r1, float* y, int64_t ldy) {
   HWY_DYNAMIC_DISPATCH(GemmRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
-}
-
-const char* hwy_matmul_target() {
-  return HWY_DYNAMIC_DISPATCH(MatmulTargetName)();
 }
 
 }  // namespace inkling

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "base/dtype.h"
-#include "ops/matmul.h"
+#include "ops/weight_view.h"
 
 namespace inkling {
 
@@ -32,8 +32,5 @@ void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
 // blocked micro-kernel (8 rows x 2 vectors of tokens on AVX-512) accumulates in f32.
 void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                    int64_t r1, float* y, int64_t ldy);
-
-// Name of the Highway target these kernels run on ("AVX3", "AVX2", ...).
-const char* hwy_matmul_target();
 
 }  // namespace inkling

@@ -1,9 +1,11 @@
-// Scalar row dequantization for the quantized weight formats, and column slices of views.
+// Scalar row dequantization for the quantized weight formats (the definitions every quantized
+// kernel is tested against), and column slices of views.
 #include "ops/quant.h"
 
 #include <cstring>
 
 #include "inkling/status.h"
+#include "ops/formats.h"
 
 namespace inkling {
 
@@ -14,42 +16,40 @@ float e2m1_to_f32(uint8_t code) {
 }
 
 void dequant_row(const MatView& w, int64_t r, float* out) {
+  kernels_of(w).dequant_row(w, r, out);
+}
+
+void affine_dequant_row(const MatView& w, int64_t r, float* out) {
   const uint8_t* codes = w.row(r);
-  switch (w.format) {
-    case WeightFormat::kDense:
-      row_to_f32(codes, w.dtype, w.cols, out);
-      return;
-    case WeightFormat::kAffine: {
-      const int64_t srow = r * w.scale_stride;
-      const uint32_t mask = (1u << w.bits) - 1u;
-      const int per_word = 32 / w.bits;
-      for (int64_t c = 0; c < w.cols; ++c) {
-        uint32_t word;
-        std::memcpy(&word, codes + size_t(c / per_word) * 4, 4);
-        const uint32_t q = (word >> (w.bits * (c % per_word))) & mask;
-        const size_t g = size_t(srow + c / w.group);
-        const float s = load_as_f32(w.scale_dtype, w.scales, g),
-                    b = load_as_f32(w.scale_dtype, w.biases, g);
-        out[c] = s * float(q) + b;
-      }
-      return;
-    }
-    case WeightFormat::kNvfp4: {
-      const int64_t srow = r * w.scale_stride;
-      for (int64_t c = 0; c < w.cols; ++c) {
-        const uint8_t byte = codes[c / 2];
-        const uint8_t code = (c & 1) ? uint8_t(byte >> 4) : uint8_t(byte & 15);
-        const float block = e4m3_to_f32(w.scales[srow + c / 16]) * w.scale2;
-        out[c] = e2m1_to_f32(code) * block;
-      }
-      return;
-    }
+  const int64_t srow = r * w.scale_stride;
+  const uint32_t mask = (1u << w.bits) - 1u;
+  const int per_word = 32 / w.bits;
+  for (int64_t c = 0; c < w.cols; ++c) {
+    uint32_t word;
+    std::memcpy(&word, codes + size_t(c / per_word) * 4, 4);
+    const uint32_t q = (word >> (w.bits * (c % per_word))) & mask;
+    const size_t g = size_t(srow + c / w.group);
+    const float s = load_as_f32(w.scale_dtype, w.scales, g),
+                b = load_as_f32(w.scale_dtype, w.biases, g);
+    out[c] = s * float(q) + b;
+  }
+}
+
+void nvfp4_dequant_row(const MatView& w, int64_t r, float* out) {
+  const uint8_t* codes = w.row(r);
+  const int64_t srow = r * w.scale_stride;
+  for (int64_t c = 0; c < w.cols; ++c) {
+    const uint8_t byte = codes[c / 2];
+    const uint8_t code = (c & 1) ? uint8_t(byte >> 4) : uint8_t(byte & 15);
+    const float block = e4m3_to_f32(w.scales[srow + c / 16]) * w.scale2;
+    out[c] = e2m1_to_f32(code) * block;
   }
 }
 
 MatView slice_cols(const MatView& w, int64_t c0, int64_t n) {
   MatView v = w;
   v.cols = n;
+  v.kernels = nullptr;  // the kernel choice may depend on the columns
   switch (w.format) {
     case WeightFormat::kDense:
       v.data = w.data + size_t(c0) * dtype_size(w.dtype);

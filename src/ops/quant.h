@@ -4,20 +4,26 @@
 
 #include <cstdint>
 
-#include "ops/matmul.h"
+#include "ops/weight_view.h"
 
 namespace inkling {
 
 // E2M1 code (bit 3 sign, bits 0-2 magnitude index) -> value.
 float e2m1_to_f32(uint8_t code);
 
-// Writes the w.cols values of row r to out. Dense: the stored elements as f32. Affine:
-// scale * q + bias (f32 arithmetic on the stored scale/bias). NVFP4: e2m1 * (f32(e4m3 scale) *
-// scale2), the block factor rounded once, as ModelOpt's dequantize associates it.
+// Writes the w.cols values of row r to out, through the row dequantizer the format registry
+// holds for w. Dense: the stored elements as f32 (ops/dense_scalar.h).
 void dequant_row(const MatView& w, int64_t r, float* out);
+
+// Affine: scale * q + bias (f32 arithmetic on the stored scale/bias).
+void affine_dequant_row(const MatView& w, int64_t r, float* out);
+// NVFP4: e2m1 * (f32(e4m3 scale) * scale2), the block factor rounded once, as ModelOpt's
+// dequantize associates it.
+void nvfp4_dequant_row(const MatView& w, int64_t r, float* out);
 
 // Columns [c0, c0 + n) of every row as a view of their own (same row strides). For quantized
 // views c0 and n must be multiples of the group (block) size, so codes and scales split cleanly.
+// The slice has no bound kernels (bind_kernels() it again where that matters).
 MatView slice_cols(const MatView& w, int64_t c0, int64_t n);
 
 }  // namespace inkling

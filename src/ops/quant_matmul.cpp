@@ -370,10 +370,6 @@ void QuantMatmulRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
   }
 }
 
-const char* TargetNameHere() {
-  return hwy::TargetName(HWY_TARGET);
-}
-
 }  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace inkling
@@ -382,20 +378,14 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include "inkling/status.h"
 #include "ops/quant.h"
-#include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
 
 HWY_EXPORT(QuantMatmulRows);
-HWY_EXPORT(TargetNameHere);
 
 void quant_matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                        int64_t r1, float* y, int64_t ldy) {
   INK_CHECK(w.format == WeightFormat::kAffine || w.format == WeightFormat::kNvfp4);
-  if (q4_bf16dot_enabled() && q4_bf16dot_handles(w, n_tok)) {
-    q4_bf16dot_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
-    return;
-  }
   HWY_DYNAMIC_DISPATCH(QuantMatmulRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 
@@ -410,10 +400,6 @@ void quant_matmul_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const Mat
       y[t * ldy + r] = float(acc);
     }
   }
-}
-
-const char* quant_matmul_target() {
-  return HWY_DYNAMIC_DISPATCH(TargetNameHere)();
 }
 
 }  // namespace inkling

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "ops/matmul.h"
+#include "ops/weight_view.h"
 
 namespace inkling {
 
@@ -17,8 +17,5 @@ void quant_matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView
 // Scalar twin: dequant_row() then a sequential dot product in double. Any format.
 void quant_matmul_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                            int64_t r1, float* y, int64_t ldy);
-
-// The SIMD target the dispatcher picked on this machine (for logs and benchmarks).
-const char* quant_matmul_target();
 
 }  // namespace inkling

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "ops/matmul.h"
+#include "ops/weight_view.h"
 
 namespace inkling {
 

@@ -13,6 +13,8 @@
 
 #include <hwy/targets.h>
 
+#include "ops/formats.h"
+#include "ops/machine_hwy.h"
 #include "ops/matmul.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
@@ -108,19 +110,16 @@ float abs_scale(const MatView& w, int64_t r, int64_t g) {
 
 // Fused vs scalar twin for n_tok tokens with x of leading dimension ldx >= cols. `offset`: the
 // kernel sums (offset + q) * x per group and removes offset * s * sum(x) afterwards, so its f32
-// rounding scales with sum |x| (|w| + offset |s|) (0 for kernels that do not). `dispatch`: go
-// through matmul_rows (which picks the gemm for many tokens) instead of quant_matmul_rows.
+// rounding scales with sum |x| (|w| + offset |s|) (0 for kernels that do not). `kernel`: the
+// kernel under test (matmul_rows: whatever the registry picks for the view).
 void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::string& what,
-             float offset = 0.f, float x_scale = 1.f, bool dispatch = false) {
+             float offset = 0.f, float x_scale = 1.f, RowsKernel kernel = quant_matmul_rows) {
   const int64_t ldx = w.cols + 3, ldy = w.rows + 1;
   std::vector<float> x(size_t(n_tok * ldx));
   std::normal_distribution<float> nd(0.f, x_scale);
   for (auto& v : x) v = nd(rng);
   std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got), absw(got);
-  if (dispatch)
-    matmul_rows(x.data(), n_tok, ldx, w, 0, w.rows, got.data(), ldy);
-  else
-    quant_matmul_rows(x.data(), n_tok, ldx, w, 0, w.rows, got.data(), ldy);
+  kernel(x.data(), n_tok, ldx, w, 0, w.rows, got.data(), ldy);
   quant_matmul_rows_ref(x.data(), n_tok, ldx, w, 0, w.rows, want.data(), ldy);
   // Tolerance from sum |x| |w| per output (f32 accumulation over cols terms).
   std::vector<float> row(size_t(w.cols));
@@ -148,7 +147,7 @@ struct PortableKernelsOnly {
 TEST(QuantMatmul, AffineMatchesScalarTwin) {
   PortableKernelsOnly portable;
   std::mt19937 rng(11);
-  std::printf("[quant matmul] target %s\n", quant_matmul_target());
+  std::printf("[quant matmul] target %s\n", simd_target_name().c_str());
   for (int bits : {4, 8})
     for (int group : {32, 64, 128})
       for (DType sdt : {DType::BF16, DType::F16, DType::F32})
@@ -232,7 +231,7 @@ TEST(QuantMatmul, EveryCompiledTarget) {
   for (int64_t t : targets) {
     hwy::SetSupportedTargetsForTest(t);
     hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-    const std::string name = quant_matmul_target();
+    const std::string name = simd_target_name();
     for (int bits : {4, 8})
       for (int group : {32, 128}) {
         QMat q = make_affine(5, 256, bits, group, DType::BF16, 2, rng);
@@ -250,7 +249,7 @@ TEST(QuantMatmul, EveryCompiledTarget) {
 // The AVX512-BF16 4-bit kernel (1 and 2 tokens), MLX affine and NVFP4: groups 8..256, rows with a
 // partial code vector, scale dtypes, strided rows, row and column slices, leftover rows of the
 // 4-row blocks, x spanning 12 orders of magnitude (the exact 3-part bf16 split), and
-// quant_matmul_rows routing to it.
+// matmul_rows routing to it through the format registry.
 TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
   if (!q4_bf16dot_available()) GTEST_SKIP() << "CPU without AVX512-BF16";
   ASSERT_TRUE(q4_bf16dot_enabled());
@@ -268,9 +267,9 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
                                        std::to_string(cols) + " " + dtype_name(sdt) + " rows " +
                                        std::to_string(rows) + " spread " + std::to_string(spread) +
                                        " tok " + std::to_string(n_tok);
-              compare(q.view, n_tok, rng, what, 16.f);
-              compare(q.view, n_tok, rng, what + " tiny x", 16.f, 1e-6f);
-              compare(q.view, n_tok, rng, what + " large x", 16.f, 1e6f);
+              compare(q.view, n_tok, rng, what, 16.f, 1.f, q4_bf16dot_rows);
+              compare(q.view, n_tok, rng, what + " tiny x", 16.f, 1e-6f, q4_bf16dot_rows);
+              compare(q.view, n_tok, rng, what + " large x", 16.f, 1e6f, q4_bf16dot_rows);
               if (::testing::Test::HasFatalFailure()) return;
             }
           }
@@ -284,32 +283,35 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
         for (int64_t n_tok : {1, 2}) {
           const std::string what = "bf16dot nvfp4 cols " + std::to_string(cols) + " rows " +
                                    std::to_string(rows) + " tok " + std::to_string(n_tok);
-          compare(n.view, n_tok, rng, what);
-          compare(n.view, n_tok, rng, what + " tiny x", 0.f, 1e-6f);
-          compare(n.view, n_tok, rng, what + " large x", 0.f, 1e6f);
+          compare(n.view, n_tok, rng, what, 0.f, 1.f, q4_bf16dot_rows);
+          compare(n.view, n_tok, rng, what + " tiny x", 0.f, 1e-6f, q4_bf16dot_rows);
+          compare(n.view, n_tok, rng, what + " large x", 0.f, 1e6f, q4_bf16dot_rows);
           if (::testing::Test::HasFatalFailure()) return;
         }
       }
   QMat nv = make_nvfp4(9, 512, 1, rng);
   EXPECT_TRUE(q4_bf16dot_handles(nv.view, 7));  // NVFP4: up to 7 tokens, in pairs
   EXPECT_FALSE(q4_bf16dot_handles(nv.view, 8));
-  for (int64_t n_tok : {3, 5, 7}) compare(nv.view, n_tok, rng, "bf16dot nvfp4 odd tokens");
-  compare(slice_cols(nv.view, 128, 256), 2, rng, "bf16dot nvfp4 column slice");
-  compare(nv.view.slice_rows(3, 5), 1, rng, "bf16dot nvfp4 row slice");
+  for (int64_t n_tok : {3, 5, 7})
+    compare(nv.view, n_tok, rng, "bf16dot nvfp4 odd tokens", 0.f, 1.f, q4_bf16dot_rows);
+  compare(slice_cols(nv.view, 128, 256), 2, rng, "bf16dot nvfp4 column slice", 0.f, 1.f,
+          q4_bf16dot_rows);
+  compare(nv.view.slice_rows(3, 5), 1, rng, "bf16dot nvfp4 row slice", 0.f, 1.f, q4_bf16dot_rows);
   QMat q = make_affine(9, 512, 4, 64, DType::BF16, 1, rng);
-  compare(slice_cols(q.view, 128, 256), 2, rng, "bf16dot column slice", 16.f);
-  compare(q.view.slice_rows(3, 5), 1, rng, "bf16dot row slice", 16.f);
+  compare(slice_cols(q.view, 128, 256), 2, rng, "bf16dot column slice", 16.f, 1.f, q4_bf16dot_rows);
+  compare(q.view.slice_rows(3, 5), 1, rng, "bf16dot row slice", 16.f, 1.f, q4_bf16dot_rows);
   EXPECT_FALSE(q4_bf16dot_handles(q.view, 3));  // prefill blocks stay on the portable kernels
   QMat q8 = make_affine(3, 256, 8, 64, DType::BF16, 1, rng);
   EXPECT_FALSE(q4_bf16dot_handles(q8.view, 1));
   // Switched off, the same call gives the portable kernel's result, which differs in rounding.
   std::vector<float> x(512), on(9), off(9);
   for (auto& v : x) v = std::normal_distribution<float>(0.f, 1.f)(rng);
-  quant_matmul_rows(x.data(), 1, 512, q.view, 0, 9, on.data(), 9);
+  // (q.view has no bound kernels, so matmul_rows asks the registry on every call.)
+  matmul_rows(x.data(), 1, 512, q.view, 0, 9, on.data(), 9);
   {
     PortableKernelsOnly portable;
     EXPECT_FALSE(q4_bf16dot_enabled());
-    quant_matmul_rows(x.data(), 1, 512, q.view, 0, 9, off.data(), 9);
+    matmul_rows(x.data(), 1, 512, q.view, 0, 9, off.data(), 9);
   }
   EXPECT_TRUE(q4_bf16dot_enabled());
   EXPECT_NE(on, off);
@@ -317,7 +319,7 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
   // identical contents): the changed column moves every output by w[r, c] * delta.
   std::vector<float> again(9), want(9);
   x[77] += 1.f;
-  quant_matmul_rows(x.data(), 1, 512, q.view, 0, 9, again.data(), 9);
+  q4_bf16dot_rows(x.data(), 1, 512, q.view, 0, 9, again.data(), 9);
   quant_matmul_rows_ref(x.data(), 1, 512, q.view, 0, 9, want.data(), 9);
   for (int r = 0; r < 9; ++r) EXPECT_NEAR(again[size_t(r)], want[size_t(r)], 1e-4f) << r;
   EXPECT_NE(again, on);
@@ -403,7 +405,7 @@ TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
               compare(v, n_tok, rng,
                       std::string(hwy::TargetName(target)) + " g" + std::to_string(group) +
                           " tok " + std::to_string(n_tok),
-                      0.f, 1.f, true);
+                      0.f, 1.f, matmul_rows);
             if (::testing::Test::HasFatalFailure()) return;
           }
         }
@@ -414,7 +416,7 @@ TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
         for (int64_t n_tok : {8, 13, 33})
           compare(v, n_tok, rng,
                   std::string(hwy::TargetName(target)) + " nvfp4 tok " + std::to_string(n_tok), 0.f,
-                  1.f, true);
+                  1.f, matmul_rows);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }

@@ -1,0 +1,179 @@
+// The weight-format registry (see formats.h): the table of formats, and for each the kernels it
+// binds per shape class on this CPU. The only place that knows which kernel file runs which
+// format; the kernels themselves live in dense_scalar.cpp, matmul_hwy.cpp, quant_matmul.cpp and
+// quant_q4_bf16dot.cpp, each with a scalar twin (ops/reference, quant_matmul_rows_ref).
+#include "ops/formats.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "ops/dense_scalar.h"
+#include "ops/matmul_hwy.h"
+#include "ops/quant.h"
+#include "ops/quant_matmul.h"
+#include "ops/quant_q4_bf16dot.h"
+
+namespace inkling {
+
+namespace {
+
+// Kernels by name, as the sets below combine them.
+constexpr Kernel kHwyMatvec{"hwy matvec", hwy_matvec_rows};
+constexpr Kernel kHwyGemm{"hwy gemm", hwy_gemm_rows};
+constexpr Kernel kScalarDot{"scalar dot", dense_dot_rows};
+constexpr Kernel kScalarWiden{"scalar widen", dense_widen_rows};
+constexpr Kernel kHwyQuant{"hwy quant", quant_matmul_rows};
+constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
+constexpr Kernel kBf16DotQ4{"avx512-bf16 q4", q4_bf16dot_rows};
+
+// Affine 4-bit, 2..7 tokens with AVX512-BF16: pairs of tokens in the bf16-dot kernel, 3+ in the
+// Highway kernel (as fast there, and it needs no prepared x).
+void affine4_few_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                      int64_t r1, float* y, int64_t ldy) {
+  if (n_tok <= 2)
+    q4_bf16dot_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+  else
+    quant_matmul_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+constexpr Kernel kAffine4Few{"avx512-bf16 q4 (2 tokens) / hwy quant", affine4_few_rows};
+
+// --- dense ---------------------------------------------------------------------------------
+
+constexpr KernelSet kDenseHwy{{kHwyMatvec, kHwyMatvec, kHwyGemm}, dense_dequant_row};
+constexpr KernelSet kDenseScalar{{kScalarDot, kScalarWiden, kScalarWiden}, dense_dequant_row};
+
+double dense_bytes(const MatView& w) {
+  return double(dtype_size(w.dtype));
+}
+std::string dense_label(const MatView& w) {
+  return dtype_name(w.dtype);
+}
+
+template <DType T>
+bool is_dense(const MatView& w) {
+  return w.format == WeightFormat::kDense && w.dtype == T;
+}
+
+const KernelSet* select_dense_hwy(const MatView&) {
+  return &kDenseHwy;
+}
+const KernelSet* select_dense_scalar(const MatView&) {
+  return &kDenseScalar;
+}
+
+// --- quantized -----------------------------------------------------------------------------
+
+// Codes plus the scales (and biases) of their group, per element.
+double quant_bytes(const MatView& w) {
+  const double sidecar = double(dtype_size(w.scale_dtype)) * (w.biases ? 2 : 1);
+  return double(w.bits) / 8.0 + sidecar / double(std::max(w.group, 1));
+}
+std::string affine_label(const MatView& w) {
+  return "affine q" + std::to_string(w.bits) + "/g" + std::to_string(w.group);
+}
+std::string nvfp4_label(const MatView&) {
+  return "nvfp4";
+}
+
+bool groups_fit(const MatView& w) {
+  return w.group > 0 && w.cols % w.group == 0;
+}
+
+template <int Bits>
+bool is_affine(const MatView& w) {
+  return w.format == WeightFormat::kAffine && w.bits == Bits;
+}
+bool is_nvfp4(const MatView& w) {
+  return w.format == WeightFormat::kNvfp4;
+}
+
+// [bf16 dot][gemm q4]
+constexpr KernelSet kAffine4[2][2] = {
+    {{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row},
+     {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, affine_dequant_row}},
+    {{{kBf16DotQ4, kAffine4Few, kHwyQuant}, affine_dequant_row},
+     {{kBf16DotQ4, kAffine4Few, kHwyGemmQ4}, affine_dequant_row}}};
+constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row};
+constexpr KernelSet kNvfp4[2][2] = {{{{kHwyQuant, kHwyQuant, kHwyQuant}, nvfp4_dequant_row},
+                                     {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, nvfp4_dequant_row}},
+                                    {{{kBf16DotQ4, kBf16DotQ4, kHwyQuant}, nvfp4_dequant_row},
+                                     {{kBf16DotQ4, kBf16DotQ4, kHwyGemmQ4}, nvfp4_dequant_row}}};
+
+// The bf16-dot kernel takes a view for 1 token exactly when it takes it for every token count
+// it handles (1-2 affine, 1-7 NVFP4), so one question decides the set.
+bool bf16dot_for(const MatView& w) {
+  return q4_bf16dot_enabled() && q4_bf16dot_handles(w, 1);
+}
+
+const KernelSet* select_affine4(const MatView& w) {
+  if (!groups_fit(w)) return nullptr;
+  return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
+}
+const KernelSet* select_affine8(const MatView& w) {
+  return groups_fit(w) ? &kAffine8 : nullptr;
+}
+const KernelSet* select_nvfp4(const MatView& w) {
+  if (w.group != 16 || w.cols % 16 != 0) return nullptr;
+  return &kNvfp4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
+}
+
+const FormatEntry kFormats[] = {
+    {"F32", WeightFormat::kDense, is_dense<DType::F32>, dense_bytes, dense_label, select_dense_hwy},
+    {"BF16", WeightFormat::kDense, is_dense<DType::BF16>, dense_bytes, dense_label,
+     select_dense_hwy},
+    {"F16", WeightFormat::kDense, is_dense<DType::F16>, dense_bytes, dense_label,
+     select_dense_scalar},
+    {"affine q4", WeightFormat::kAffine, is_affine<4>, quant_bytes, affine_label, select_affine4},
+    {"affine q8", WeightFormat::kAffine, is_affine<8>, quant_bytes, affine_label, select_affine8},
+    {"nvfp4", WeightFormat::kNvfp4, is_nvfp4, quant_bytes, nvfp4_label, select_nvfp4},
+};
+
+}  // namespace
+
+std::span<const FormatEntry> weight_formats() {
+  return kFormats;
+}
+
+const FormatEntry* find_format(const MatView& w) {
+  for (const FormatEntry& f : kFormats)
+    if (f.matches(w)) return &f;
+  return nullptr;
+}
+
+bool bind_kernels(MatView& w) {
+  const FormatEntry* f = find_format(w);
+  const KernelSet* k = f ? f->select(w) : nullptr;
+  if (!k) return false;
+  w.kernels = k;
+  return true;
+}
+
+const KernelSet& kernels_of(const MatView& w) {
+  if (w.kernels) return *w.kernels;
+  const FormatEntry* f = find_format(w);
+  const KernelSet* k = f ? f->select(w) : nullptr;
+  if (!k) {
+    std::fprintf(stderr, "inkling: no kernel for weight storage %s (%lld x %lld)\n",
+                 format_label(w).c_str(), static_cast<long long>(w.rows),
+                 static_cast<long long>(w.cols));
+    std::abort();
+  }
+  return *k;
+}
+
+double bytes_per_element(const MatView& w) {
+  const FormatEntry* f = find_format(w);
+  return f ? f->bytes_per_element(w) : 0.0;
+}
+
+uint64_t view_bytes(const MatView& w) {
+  return uint64_t(std::llround(bytes_per_element(w) * double(w.rows) * double(w.cols)));
+}
+
+std::string format_label(const MatView& w) {
+  if (const FormatEntry* f = find_format(w)) return f->label(w);
+  return std::string("unregistered ") + dtype_name(w.dtype) + " bits " + std::to_string(w.bits);
+}
+
+}  // namespace inkling
