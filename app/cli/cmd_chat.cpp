@@ -35,6 +35,8 @@ void out(const std::string& s) {
 }
 
 int run_chat(const ChatArgs& a) {
+  auto params = a.sampling.resolved();
+  if (!params.ok()) return fail(params.status().message(), 2);
   EngineOptions eo;
   eo.n_threads = a.threads;
   auto engine = Engine::load(a.model_dir, eo);
@@ -48,8 +50,12 @@ int run_chat(const ChatArgs& a) {
       SpecialTokenIds::from_lookup([&](std::string_view s) { return tokenizer->token_id(s); });
   if (!ids.ok()) return fail(ids.status().message());
   const auto& eos = engine.value()->info().eos_ids;
+  if (Status s = check_logit_bias(*params, engine.value()->info().unpadded_vocab); !s)
+    return fail(s.message(), 2);
 
-  Sampler sampler(a.sampling.resolved());
+  // One sampler for the whole chat: the random stream runs on across turns; each turn's prompt
+  // (the whole conversation) starts its penalty history afresh.
+  Sampler sampler(*params);
   auto session = engine.value()->new_session();
   std::vector<int32_t> consumed;  // ids the session holds (the last prompt)
   std::shared_ptr<const SessionSnapshot> at_prompt;
@@ -89,6 +95,7 @@ int run_chat(const ChatArgs& a) {
     if (!logits.ok()) return fail(logits.status().message());
     consumed = prompt_ids;
     at_prompt = session->snapshot();
+    sampler.set_prompt(prompt_ids);
 
     OutputParser parser(ids.value());
     StreamDecoder dec(tokenizer, /*skip_special=*/true);
@@ -109,7 +116,7 @@ int run_chat(const ChatArgs& a) {
     };
     std::span<const float> l = logits.value();
     for (int i = 0; i < a.max_tokens; ++i) {
-      const int32_t t = sampler.sample(l);
+      const int32_t t = sampler.next(l).id;
       const bool control = tokenizer->is_special(t);
       ParseDelta d = parser.push(t, control ? std::string() : dec.push(t));
       show(d);

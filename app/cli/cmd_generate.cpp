@@ -1,5 +1,7 @@
-// `inkling generate`: prompt (token ids) -> sampled continuation, with timings, optional JSON
-// output and a dump of the teacher-forced prompt logits (.npy).
+// `inkling generate`: prompt (token ids) -> sampled continuation through the library's sampler
+// chain (penalties, logit bias, logprobs), with timings, optional JSON output and a dump of the
+// teacher-forced prompt logits (.npy).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -26,6 +28,7 @@ struct GenerateArgs {
   int n_predict = 64;
   int threads = 0;
   int64_t ctx_size = 0;
+  int logprobs = -1;  // -1: off; else how many top alternatives to report per token
   bool json = false;
   SamplingOptions sampling;
 };
@@ -64,10 +67,57 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::string fmt_logprob(float lp) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", double(lp));
+  return buf;
+}
+
+// A token for a human: its id and, with a tokenizer, its text quoted as JSON (escapes visible).
+std::string describe(const Tokenizer* tok, int32_t id) {
+  std::string s = std::to_string(id);
+  if (tok)
+    s += " " + nlohmann::json(tok->token_bytes(id))
+                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return s;
+}
+
+// --logprobs in text mode: one line per generated token on stderr.
+void print_logprobs(const Tokenizer* tok, const std::vector<SampledToken>& lps) {
+  std::fprintf(stderr, "logprobs (token logprob | top alternatives):\n");
+  for (const auto& t : lps) {
+    std::string line = describe(tok, t.id) + " " + fmt_logprob(t.logprob);
+    for (size_t i = 0; i < t.top.size(); ++i)
+      line += (i ? ", " : " | ") + describe(tok, t.top[i].id) + " " + fmt_logprob(t.top[i].logprob);
+    std::fprintf(stderr, "  %s\n", line.c_str());
+  }
+}
+
+// --logprobs with --json: one entry per generated token.
+nlohmann::json logprobs_json(const Tokenizer* tok, const std::vector<SampledToken>& lps) {
+  auto entry = [&](int32_t id, float lp) {
+    nlohmann::json e = {{"id", id}, {"logprob", lp}};
+    if (tok) e["token"] = tok->token_bytes(id);
+    return e;
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : lps) {
+    nlohmann::json e = entry(t.id, t.logprob);
+    e["top_logprobs"] = nlohmann::json::array();
+    for (const auto& alt : t.top) e["top_logprobs"].push_back(entry(alt.id, alt.logprob));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 int run_generate(const GenerateArgs& a) {
   const bool text_prompt = a.prompt_opt->count() > 0;
   if (text_prompt == (a.ids_opt->count() > 0))
     return fail("give the prompt either as text (-p) or as --token-ids (exactly one of them)", 2);
+  auto params = a.sampling.resolved();
+  if (!params.ok()) return fail(params.status().message(), 2);
+  params->logprobs = a.logprobs >= 0;
+  params->top_logprobs = std::max(a.logprobs, 0);
   // A tokenizer is optional: with one, text prompts work and the output is also printed as text.
   std::shared_ptr<const Tokenizer> tokenizer;
   if (auto t = Tokenizer::load(a.model_dir); t.ok()) {
@@ -86,11 +136,12 @@ int run_generate(const GenerateArgs& a) {
   auto engine = Engine::load(a.model_dir, opts);
   if (!engine.ok()) return fail(engine.status().message());
   const ModelInfo& info = engine.value()->info();
+  if (Status s = check_logit_bias(*params, info.unpadded_vocab); !s) return fail(s.message(), 2);
   auto session = engine.value()->new_session();
 
-  Sampler sampler(a.sampling.resolved());
-
   const auto& prompt = ids.value();
+  Sampler sampler(*params);
+  sampler.set_prompt(prompt);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> last;
   if (!a.dump_logits.empty()) {
@@ -110,6 +161,7 @@ int run_generate(const GenerateArgs& a) {
   const double prefill_s = seconds_since(t0);
 
   std::vector<int32_t> out;
+  std::vector<SampledToken> lps;  // --logprobs
   std::string finish = "length", text;
   std::unique_ptr<StreamDecoder> stream;
   if (tokenizer) stream = std::make_unique<StreamDecoder>(tokenizer);
@@ -119,8 +171,10 @@ int run_generate(const GenerateArgs& a) {
   std::span<const float> logits(last);
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < a.n_predict; ++i) {
-    const int32_t tok = sampler.sample(logits);
+    SampledToken st = sampler.next(logits);
+    const int32_t tok = st.id;
     out.push_back(tok);
+    if (params->logprobs) lps.push_back(std::move(st));
     const bool eos = is_eos(tok);
     if (stream && !eos) {
       const std::string piece = stream->push(tok);
@@ -154,11 +208,14 @@ int run_generate(const GenerateArgs& a) {
     j["ids"] = out;
     j["finish_reason"] = finish;
     if (tokenizer) j["text"] = text;
+    if (params->logprobs) j["logprobs"] = logprobs_json(tokenizer.get(), lps);
     j["prefill_tok_s"] = prefill_tps;
     j["decode_tok_s"] = decode_tps;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
+    std::fflush(stdout);
+    if (params->logprobs) print_logprobs(tokenizer.get(), lps);
     std::fprintf(stderr,
                  "prefill: %zu tokens, %.1f tok/s; decode: %zu tokens, %.1f tok/s; finish: %s\n",
                  prompt.size(), prefill_tps, steps, decode_tps, finish.c_str());
@@ -184,6 +241,10 @@ Runner add_generate(CLI::App& app) {
   app.add_option("-c,--ctx-size", a->ctx_size,
                  "longest sequence (prompt + generated); 0 = the model's max_position_embeddings")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  app.add_option("--logprobs", a->logprobs,
+                 "report each generated token's logprob and its N most likely alternatives "
+                 "(stderr; with --json a \"logprobs\" array)")
+      ->check(CLI::Range(0, 20));
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_option("--dump-logits", a->dump_logits,
                  "write the prompt's teacher-forced logits to this .npy file");

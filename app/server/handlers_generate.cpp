@@ -52,13 +52,13 @@ JobParams job_params(const Context& ctx, const GenerationRequest& g, std::vector
   p.prompt = std::move(prompt);
   p.sampling = g.sampling;
   if (!g.seed_given) p.sampling.seed = std::random_device{}() * 0x9E3779B97F4A7C15ull + 1;
-  p.presence_penalty = g.presence_penalty;
-  p.frequency_penalty = g.frequency_penalty;
-  p.repetition_penalty = g.repetition_penalty;
-  p.logit_bias = g.logit_bias;
+  p.sampling.presence_penalty = g.presence_penalty;
+  p.sampling.frequency_penalty = g.frequency_penalty;
+  p.sampling.repetition_penalty = g.repetition_penalty;
+  p.sampling.logit_bias = g.logit_bias;
+  p.sampling.logprobs = g.logprobs;
+  p.sampling.top_logprobs = g.top_logprobs;
   p.max_tokens = g.max_tokens;
-  p.logprobs = g.logprobs;
-  p.top_logprobs = g.top_logprobs;
   if (!g.ignore_eos) {
     p.stop_ids = ctx.eos_ids;
     if (chat && ctx.ids.endoftext >= 0) p.stop_ids.push_back(ctx.ids.endoftext);
@@ -203,7 +203,7 @@ struct ChatRun {
         if (out.done()) break;
         ++consumed;
         ChatDelta d = out.push(ev.id);
-        ojson lp = job->params.logprobs ? chat_logprob(ctx, ev) : ojson(nullptr);
+        ojson lp = job->params.sampling.logprobs ? chat_logprob(ctx, ev) : ojson(nullptr);
         if (!sink(d, lp)) {
           job->cancel();
           return false;
@@ -285,7 +285,7 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
                                      {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
     }
     ojson choice = {{"index", 0}, {"message", msg}};
-    choice["logprobs"] = job->params.logprobs ? ojson{{"content", lps}} : ojson(nullptr);
+    choice["logprobs"] = job->params.sampling.logprobs ? ojson{{"content", lps}} : ojson(nullptr);
     choice["finish_reason"] = run->finish_reason();
     ojson out = {{"id", run->id},
                  {"object", "chat.completion"},

@@ -1,13 +1,10 @@
 // Scheduler thread: admission (with prefix-cache reuse), one batched Engine::step per iteration
-// over every active slot, sampling with penalties/bias/constraints, and slot release. Every path
-// that ends a job goes through finish_slot(), which frees the slot.
+// over every active slot, sampling with each job's Sampler chain (bias, penalties, constraints,
+// logprobs), and slot release. Every path that ends a job goes through finish_slot(), which frees
+// the slot.
 #include "scheduler.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace inkling::server {
 
@@ -15,6 +12,24 @@ namespace {
 // A scripted token's logit (--test-script): far above any real logit, so it wins at every
 // temperature and its probability rounds to 1.
 constexpr float kScriptLogit = 1e4f;
+
+// --test-script as the first constraint of the job's sampler: after the penalties, token i of the
+// script gets kScriptLogit at generated position i; a later constraint (tool_choice) still sees
+// and may override it.
+class ScriptConstraint : public TokenConstraint {
+ public:
+  explicit ScriptConstraint(std::vector<int32_t> script) : script_(std::move(script)) {}
+  std::optional<int32_t> apply(std::span<float> logits) override {
+    if (pos_ < script_.size() && size_t(script_[pos_]) < logits.size())
+      logits[size_t(script_[pos_])] = kScriptLogit;
+    return std::nullopt;
+  }
+  void accept(int32_t) override { ++pos_; }
+
+ private:
+  std::vector<int32_t> script_;
+  size_t pos_ = 0;  // tokens generated so far
+};
 }  // namespace
 
 // ---- Job -------------------------------------------------------------------------------------
@@ -72,9 +87,7 @@ struct Scheduler::Slot {
   int32_t pending = -1;    // sampled token to feed at the next step
   int64_t cached = 0;
   uint64_t last_used = 0;
-  std::unique_ptr<Sampler> sampler;
-  std::unordered_map<int32_t, int> counts;  // generated token -> occurrences
-  std::unordered_set<int32_t> seen;         // prompt + generated (repetition penalty)
+  std::unique_ptr<Sampler> sampler;  // the job's chain, with its penalty history
   bool first_token = true;
 };
 
@@ -177,9 +190,9 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   s->pending = -1;
   s->first_token = true;
   s->sampler = std::make_unique<Sampler>(p.sampling);
-  s->counts.clear();
-  s->seen.clear();
-  if (p.repetition_penalty != 1.0f) s->seen.insert(prompt.begin(), prompt.end());
+  s->sampler->set_prompt(prompt);
+  if (!p.forced.empty()) s->sampler->attach(std::make_shared<ScriptConstraint>(p.forced));
+  if (p.constraint) s->sampler->attach(p.constraint);
   --free_slots_;
   metrics_->slots_active += 1;
   metrics_->cached_tokens += uint64_t(s->cached);
@@ -213,53 +226,6 @@ void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::strin
   s.last_used = ++tick_;
   ++free_slots_;
   metrics_->slots_active -= 1;
-}
-
-int32_t Scheduler::choose(Slot& s, std::span<const float> logits, TokenEvent* ev) {
-  const JobParams& p = s.job->params;
-  work_.assign(logits.begin(), logits.end());
-  std::span<float> w(work_);
-  for (auto [id, bias] : p.logit_bias)
-    if (id >= 0 && size_t(id) < w.size()) w[size_t(id)] += bias;
-  if (p.repetition_penalty != 1.0f)
-    for (int32_t id : s.seen) {
-      float& x = w[size_t(id)];
-      x = x > 0 ? x / p.repetition_penalty : x * p.repetition_penalty;
-    }
-  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f)
-    for (auto [id, n] : s.counts)
-      w[size_t(id)] -= p.frequency_penalty * float(n) + p.presence_penalty;
-  if (s.job->generated < int64_t(p.forced.size())) {
-    const auto id = size_t(p.forced[size_t(s.job->generated)]);
-    if (id < w.size()) w[id] = kScriptLogit;
-  }
-  std::optional<int32_t> forced;
-  if (p.constraint) forced = p.constraint->apply(w);
-  const int32_t tok = forced ? *forced : s.sampler->sample(w);
-  ev->id = tok;
-  if (p.logprobs) {
-    float mx = -std::numeric_limits<float>::infinity();
-    for (float x : w) mx = std::max(mx, x);
-    double sum = 0;
-    for (float x : w) sum += std::exp(double(x - mx));
-    const float lse = mx + float(std::log(sum));
-    ev->logprob = w[size_t(tok)] - lse;
-    if (p.top_logprobs > 0) {
-      std::vector<std::pair<float, int32_t>> top;
-      top.reserve(size_t(p.top_logprobs) + 1);
-      for (size_t i = 0; i < w.size(); ++i) {
-        if (top.size() == size_t(p.top_logprobs) && w[i] <= top.back().first) continue;
-        auto pos = std::find_if(top.begin(), top.end(), [&](auto& e) { return w[i] > e.first; });
-        top.insert(pos, {w[i], int32_t(i)});
-        if (top.size() > size_t(p.top_logprobs)) top.pop_back();
-      }
-      for (auto [x, id] : top) ev->top.emplace_back(id, x - lse);
-    }
-  }
-  if (p.constraint) p.constraint->accept(tok);
-  ++s.counts[tok];
-  if (p.repetition_penalty != 1.0f) s.seen.insert(tok);
-  return tok;
 }
 
 bool Scheduler::step() {
@@ -340,8 +306,8 @@ bool Scheduler::step() {
         snapshot_to_cache(s);
       if (s.prefill_pos < p.prompt.size()) continue;
     }
-    TokenEvent ev;
-    const int32_t tok = choose(s, s.session->last_logits(), &ev);
+    TokenEvent ev = s.sampler->next(s.session->last_logits());
+    const int32_t tok = ev.id;
     s.job->emit(std::move(ev));
     s.job->generated += 1;
     metrics_->completion_tokens += 1;

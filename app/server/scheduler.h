@@ -26,36 +26,22 @@
 
 namespace inkling::server {
 
-// Per-job decoding constraint run on the scheduler thread (e.g. tool_choice): before sampling it
-// may ban tokens (set their logits to -inf) or force one; accept() sees every chosen token.
-class TokenConstraint {
- public:
-  virtual ~TokenConstraint() = default;
-  virtual std::optional<int32_t> apply(std::span<float> logits) = 0;
-  virtual void accept(int32_t id) = 0;
-};
-
 struct JobParams {
   std::vector<int32_t> prompt;
-  SamplingParams sampling;
-  float presence_penalty = 0, frequency_penalty = 0, repetition_penalty = 1;
-  std::vector<std::pair<int32_t, float>> logit_bias;
-  int64_t max_tokens = -1;  // -1: until the context is full
-  bool logprobs = false;
-  int top_logprobs = 0;
+  SamplingParams sampling;           // the whole chain: bias, penalties, logprobs, the draw
+  int64_t max_tokens = -1;           // -1: until the context is full
   std::vector<int32_t> stop_ids;     // sampling one ends the job ("stop"); it is emitted
   std::vector<int64_t> snapshot_at;  // prompt positions worth a prefix-cache snapshot
   // TEST ONLY (--test-script): the script plays the model: token i of the answer gets a logit far
   // above the rest, so it is chosen unless a constraint (tool_choice) bans or forces another.
   std::vector<int32_t> forced;
+  // A decoding constraint (tool_choice) attached to the job's sampler; runs on the scheduler
+  // thread.
   std::shared_ptr<TokenConstraint> constraint;
 };
 
-struct TokenEvent {
-  int32_t id = 0;
-  float logprob = 0;                           // when logprobs was requested
-  std::vector<std::pair<int32_t, float>> top;  // top_logprobs alternatives
-};
+// One generated token: its id and, when sampling.logprobs, its logprob and top alternatives.
+using TokenEvent = SampledToken;
 
 // Shared between the HTTP thread that submitted it and the scheduler.
 class Job {
@@ -118,7 +104,6 @@ class Scheduler {
   void loop();
   void admit(std::shared_ptr<Job> job);
   bool step();
-  int32_t choose(Slot& s, std::span<const float> logits, TokenEvent* ev);
   void finish_slot(Slot& s, const std::string& reason, const std::string& error = "");
   // Adds the slot's state at its current history to the prefix cache, counted in full.
   void snapshot_to_cache(Slot& s);
@@ -129,7 +114,6 @@ class Scheduler {
   std::vector<std::unique_ptr<Slot>> slots_;
   PrefixCache cache_;
   uint64_t tick_ = 0;
-  std::vector<float> work_;  // processed logits of the slot being sampled
 
   std::mutex mu_;
   std::condition_variable cv_;

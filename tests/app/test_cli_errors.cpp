@@ -255,6 +255,43 @@ TEST_F(CliErrors, MalformedTokenIds) {
   expect_clean_error(generate(model_, ", ,"), {"--token-ids"}, "only separators");
 }
 
+TEST_F(CliErrors, BadSamplingFlags) {
+  auto gen = [&](const std::string& dir, const std::string& flag, const std::string& value) {
+    return run_cli({"generate", "-m", dir, "--token-ids=1,2", "-n", "2", flag, value}, tmp_.path());
+  };
+  expect_clean_error(gen(model_, "--logit-bias", "5"), {"--logit-bias", "'5'", "ID=BIAS"},
+                     "no '='");
+  expect_clean_error(gen(model_, "--logit-bias", "5=1,x=2"), {"--logit-bias", "'x=2'"}, "bad id");
+  expect_clean_error(gen(model_, "--logit-bias", "-3=1"), {"--logit-bias", "'-3=1'"}, "negative");
+  expect_clean_error(gen(model_, "--logit-bias", "5=abc"), {"--logit-bias", "'5=abc'"}, "bad bias");
+  expect_clean_error(gen(model_, "--logit-bias", "5=nan"), {"--logit-bias", "finite"}, "nan");
+  expect_clean_error(gen(model_, "--logit-bias", "5=-inf"), {"--logit-bias", "finite"}, "-inf");
+  expect_clean_error(gen(model_, "--logit-bias", "5=1e40"), {"--logit-bias", "finite"},
+                     "overflows a float");
+  expect_clean_error(gen(model_, "--logit-bias", "99999999999=1"), {"--logit-bias", "range"},
+                     "id overflow");
+  // The logits' width (30 tokens) is known once the model is loaded; the last one is fine.
+  expect_clean_error(gen(model_, "--logit-bias", "1=2,30=1"), {"--logit-bias", "30", "vocabulary"},
+                     "id == logits width");
+  EXPECT_EQ(gen(model_, "--logit-bias", "29=1").exit_code, 0);
+  // Syntax is checked before anything is loaded: the missing model is not what is reported.
+  expect_clean_error(gen(tmp_.file("nowhere"), "--logit-bias", "5"), {"--logit-bias"},
+                     "before the load");
+  expect_clean_error(gen(model_, "--repeat-penalty", "nan"), {"--repeat-penalty", "finite"},
+                     "nan penalty");
+  // Out of range: CLI11's own message (a usage error), no crash.
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--repeat-penalty", "0"},
+                                                        {"--presence-penalty", "3"},
+                                                        {"--frequency-penalty", "-2.5"},
+                                                        {"--logprobs", "21"},
+                                                        {"--logprobs", "-1"}}) {
+    const RunResult r = gen(model_, flag, value);
+    EXPECT_EQ(r.exit_code, 2) << flag << " " << value;
+    EXPECT_THAT(r.err, HasSubstr(flag)) << value;
+  }
+}
+
 TEST_F(CliErrors, DumpLogitsToUnwritablePath) {
   const RunResult r =
       run_cli({"generate", "-m", model_, "--token-ids=1,2", "-n", "1", "--temperature", "0",
