@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Dump per-module activations of the transformers reference for debugging the C++ engine.
 
-    python tools/dump_activations.py MODEL_DIR PROMPT_JSON OUT_DIR [--append-generated]
+    python tools/dump_activations.py MODEL_DIR PROMPT_JSON OUT_DIR [--append-generated] [--no-attn-weights]
 
 MODEL_DIR   an `hf/` directory (transformers layout, model_type "inkling_text") or an `og/` directory
             (Thinking Machines layout, model_type "inkling_mm_model"; converted with the same inverse
@@ -87,6 +87,11 @@ def main(argv=None):
     ap.add_argument("prompt_json", type=Path)
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--append-generated", action="store_true")
+    ap.add_argument(
+        "--no-attn-weights",
+        action="store_true",
+        help="skip layers.N.self_attn.attn_weights (the C++ engine never materialises them)",
+    )
     args = ap.parse_args(argv)
 
     torch.set_num_threads(1)
@@ -127,7 +132,8 @@ def main(argv=None):
             handles.append(getattr(att, sub).register_forward_hook(out_hook(f"{p}.self_attn.{sub}")))
 
         def att_hook(mod, inp, out, p=p):
-            put(f"{p}.self_attn.attn_weights", out[1])
+            if not args.no_attn_weights:
+                put(f"{p}.self_attn.attn_weights", out[1])
             put(f"{p}.self_attn", out[0])
 
         handles.append(att.register_forward_hook(att_hook))

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "activation_dump.h"
 #include "base/npy.h"
 #include "commands.h"
 #include "inkling/engine.h"
@@ -22,7 +23,7 @@ namespace inkling::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model_dir, token_ids, prompt, dump_logits;
+  std::string model_dir, token_ids, prompt, dump_logits, dump_activations;
   CLI::Option* prompt_opt = nullptr;  // to tell "not given" from "given empty"
   CLI::Option* ids_opt = nullptr;
   int n_predict = 64;
@@ -138,20 +139,24 @@ int run_generate(const GenerateArgs& a) {
   const ModelInfo& info = engine.value()->info();
   if (Status s = check_logit_bias(*params, info.unpadded_vocab); !s) return fail(s.message(), 2);
   auto session = engine.value()->new_session();
+  ActivationDump activations;
+  if (!a.dump_activations.empty()) session->set_observer(&activations);
 
   const auto& prompt = ids.value();
   Sampler sampler(*params);
   sampler.set_prompt(prompt);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> last;
-  if (!a.dump_logits.empty()) {
+  if (!a.dump_logits.empty() || !a.dump_activations.empty()) {
+    // Every position's logits (and, for the activation dump, its final norm and logits rows).
     auto all = session->prefill_all_logits(prompt);
     if (!all.ok()) return fail(all.status().message(), 2);
     INK_CHECK(all->size() == prompt.size() * size_t(info.unpadded_vocab));
-    if (Status s = write_npy_f32(a.dump_logits, all->data(),
-                                 {int64_t(prompt.size()), info.unpadded_vocab});
-        !s)
-      return fail(s.message());
+    if (!a.dump_logits.empty())
+      if (Status s = write_npy_f32(a.dump_logits, all->data(),
+                                   {int64_t(prompt.size()), info.unpadded_vocab});
+          !s)
+        return fail(s.message());
     last.assign(all->end() - info.unpadded_vocab, all->end());
   } else {
     auto r = session->prefill(prompt);
@@ -194,6 +199,11 @@ int run_generate(const GenerateArgs& a) {
     logits = r.value();
   }
   const double decode_s = seconds_since(t0);
+  if (!a.dump_activations.empty()) {
+    std::vector<int32_t> fed = prompt;  // every generated token but the last was fed back
+    if (out.size() > 1) fed.insert(fed.end(), out.begin(), out.end() - 1);
+    if (Status s = activations.write(a.dump_activations, fed); !s) return fail(s.message());
+  }
   if (stream) {
     const std::string rest = stream->flush();
     text += rest;
@@ -248,6 +258,10 @@ Runner add_generate(CLI::App& app) {
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_option("--dump-logits", a->dump_logits,
                  "write the prompt's teacher-forced logits to this .npy file");
+  app.add_option("--dump-activations", a->dump_activations,
+                 "write every named activation of the run (prompt and generated tokens fed back) "
+                 "as DIR/<name>.npy + manifest.json, named as tools/dump_activations.py names "
+                 "the transformers reference's");
   return [a]() { return run_generate(*a); };
 }
 

@@ -9,8 +9,10 @@
 
 namespace inkling {
 
-Status write_npy_f32(const std::string& path, const float* data,
-                     const std::vector<int64_t>& shape) {
+namespace {
+
+Status write_npy(const std::string& path, const void* data, const std::vector<int64_t>& shape,
+                 const char* descr) {
   std::string dims;
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -18,7 +20,8 @@ Status write_npy_f32(const std::string& path, const float* data,
     n *= d;
   }
   if (shape.size() > 1) dims.resize(dims.size() - 2);
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
@@ -31,6 +34,18 @@ Status write_npy_f32(const std::string& path, const float* data,
   out.write(reinterpret_cast<const char*>(data), std::streamsize(n * 4));
   if (!out) return Status::error(path + ": write failed");
   return Status::success();
+}
+
+}  // namespace
+
+Status write_npy_f32(const std::string& path, const float* data,
+                     const std::vector<int64_t>& shape) {
+  return write_npy(path, data, shape, "<f4");
+}
+
+Status write_npy_i32(const std::string& path, const int32_t* data,
+                     const std::vector<int64_t>& shape) {
+  return write_npy(path, data, shape, "<i4");
 }
 
 Result<NpyArray> read_npy_f32(const std::string& path) {
@@ -50,9 +65,11 @@ Result<NpyArray> read_npy_f32(const std::string& path) {
   }
   if (off + hlen > bytes.size()) return Status::error(path + ": truncated header");
   const std::string header = bytes.substr(off, hlen);
-  if (header.find("'<f4'") == std::string::npos ||
+  const bool i32 = header.find("'<i4'") != std::string::npos;
+  if ((header.find("'<f4'") == std::string::npos && !i32) ||
       header.find("'fortran_order': False") == std::string::npos)
-    return Status::error(path + ": only little-endian float32 C-order arrays are supported");
+    return Status::error(path +
+                         ": only little-endian float32 (or int32) C-order arrays are supported");
   std::smatch m;
   if (!std::regex_search(header, m, std::regex(R"('shape': \(([^)]*)\))")))
     return Status::error(path + ": no shape");
@@ -74,6 +91,14 @@ Result<NpyArray> read_npy_f32(const std::string& path) {
   if (off + hlen + size_t(n) * 4 != bytes.size())
     return Status::error(path + ": data size does not match the shape");
   a.data.resize(size_t(n));
+  if (i32) {  // int32 values (ids) widened to float: exact below 2^24
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v;
+      std::memcpy(&v, bytes.data() + off + hlen + size_t(i) * 4, 4);
+      a.data[size_t(i)] = float(v);
+    }
+    return a;
+  }
   std::memcpy(a.data.data(), bytes.data() + off + hlen, size_t(n) * 4);
   return a;
 }
