@@ -12,6 +12,21 @@ namespace inkling {
 
 namespace {
 
+// MLX affine widths come from the format registry: a width is loadable when an entry runs it.
+bool affine_width_registered(int bits) {
+  MatView probe;
+  probe.format = WeightFormat::kAffine;
+  probe.bits = bits;
+  return bits > 0 && bits <= 8 && find_format(probe) != nullptr;
+}
+
+std::string registered_affine_widths() {
+  std::string out;
+  for (const FormatEntry& f : weight_formats())
+    if (f.family == WeightFormat::kAffine) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
 // Expected shape of the checkpoint tensor a canonical tensor came from.
 std::vector<int64_t> origin_expectation(const TensorRef& r, std::vector<int64_t> want) {
   switch (r.derivation) {
@@ -248,12 +263,12 @@ class Binder {
     const int64_t packed = r.shape.empty() ? 0 : r.shape.back();
     int bits = mq.bits;
     if (!bits && packed > 0 && (packed * 32) % cols == 0) bits = int(packed * 32 / cols);
-    if (bits != 4 && bits != 8)
+    if (!affine_width_registered(bits))
       return failv("[load] " + o + ": " +
                    (mq.bits ? "bits " + std::to_string(mq.bits) + " (" + mq.why + ")"
                             : shape_str(r.origin_shape) + " implies " +
                                   std::to_string(double(packed) * 32 / double(cols)) + " bits") +
-                   " is not supported (MLX affine 4 or 8 bits)");
+                   " is not supported (this build runs " + registered_affine_widths() + ")");
     if (!check_shape(r, with_lead(n, {rows, cols * bits / 32})) || !contiguous_cols(r)) return {};
     // Group: as configured, else inferred from the scales' width.
     const int64_t ngroups = s.shape.empty() ? 0 : s.shape.back();
