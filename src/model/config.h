@@ -1,13 +1,22 @@
 // Inkling text-model configuration: parsed once from config.json (top-level InklingConfig with a
 // text_config, or a bare text config), every alias and default resolved, validated, then trusted.
 //
-// Glossary of dimensions used across src/model and src/ops:
-//   hidden      H, residual width                 n_heads     query heads of a layer (nH)
-//   n_kv_heads  key/value heads of a layer (nKV)   head_dim    hd, width of one head
-//   d_rel       width of a head's relative vector  window      W, sliding-window length (keys incl.
-//   self) rel_extent  R of global layers (sliding: R=W) conv_k      K, taps of the short
-//   convolutions n_routed    E routed experts                   n_shared    S shared experts top_k
-//   k experts chosen per token         moe_width   I, expert width; dense_width Id
+// clang-format off
+// Glossary of dimensions used across src/model and src/ops (name, symbol, meaning):
+//   hidden       H    residual width
+//   n_heads      nH   query heads of a layer
+//   n_kv_heads   nKV  key/value heads of a layer
+//   head_dim     hd   width of one head
+//   d_rel             width of a head's relative vector
+//   window       W    sliding-window length (keys, including the query's own position)
+//   rel_extent   R    relative extent of global layers (sliding layers: R = W)
+//   conv_k       K    taps of the short convolutions
+//   n_routed     E    routed experts
+//   n_shared     S    shared experts
+//   top_k        k    experts chosen per token
+//   moe_width    I    width of one expert
+//   dense_width  Id   width of the dense MLP
+// clang-format on
 #pragma once
 
 #include <cstdint>
