@@ -45,11 +45,14 @@ int main(int argc, char** argv) {
   // A session holds one sequence; prefill returns the logits of the last prompt token.
   std::unique_ptr<inkling::Session> session = engine.value()->new_session();
   auto logits = session->prefill(ids);
-  inkling::Sampler sampler({.temperature = 0.0f});  // greedy
+  inkling::SamplingParams params;
+  params.temperature = 0.0f;  // greedy
+  inkling::Sampler sampler(params);
+  sampler.set_prompt(ids);
   const std::vector<int32_t>& eos = engine.value()->info().eos_ids;
   std::vector<int32_t> out;
   while (logits.ok() && static_cast<int>(out.size()) < n) {
-    const int32_t id = sampler.sample(logits.value());
+    const int32_t id = sampler.next(logits.value()).id;
     out.push_back(id);
     if (std::find(eos.begin(), eos.end(), id) != eos.end()) break;
     logits = session->decode(id);
