@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "inkling/engine.h"
+#include "kv_option.h"
 #include "model/config.h"
 #include "model/cost.h"
 #include "ops/attention.h"
@@ -42,6 +43,7 @@ struct BenchArgs {
   int threads = 2;
   int64_t chunk = 256;
   bool json = false;
+  KvCacheType kv_type = KvCacheType::kF32;
   std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
 };
 
@@ -96,7 +98,8 @@ std::vector<int32_t> random_tokens(std::mt19937_64& rng, int64_t n, int64_t voca
 // Seconds per decode token spent in attention, all layers, with `context` keys cached: the
 // kernel runs on synthetic caches of the model's shapes (its cost does not depend on values).
 // Sliding layers read a ring of W keys, global layers every key.
-double attention_seconds(const ModelConfig& c, int64_t context, ThreadPool& pool) {
+double attention_seconds(const ModelConfig& c, int64_t context, KvCacheType kv_type,
+                         ThreadPool& pool) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 1.f);
   auto fill = [&](std::vector<float>& v, size_t n) {
@@ -120,7 +123,12 @@ double attention_seconds(const ModelConfig& c, int64_t context, ThreadPool& pool
     fill(k, size_t(rows * row)), fill(v, size_t(rows * row));
     fill(q, size_t(s.n_heads) * s.head_dim), fill(r, size_t(s.n_heads) * c.d_rel);
     fill(P, size_t(c.d_rel) * s.rel_extent);
-    const KvView kv{k.data(), v.data(), sliding ? rows : 0, row, bool(sliding)};
+    KvView kv{k.data(), v.data(), sliding ? rows : 0, row, bool(sliding)};
+    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    if (kv_type == KvCacheType::kBF16) {
+      for (size_t i = 0; i < k.size(); ++i) k16[i] = f32_to_bf16(k[i]), v16[i] = f32_to_bf16(v[i]);
+      kv.k = k16.data(), kv.v = v16.data(), kv.type = KvType::kBF16;
+    }
     std::vector<double> times;
     for (int rep = 0; rep < 15; ++rep) {
       const double t0 = now_s();
@@ -139,12 +147,14 @@ int run_bench(const BenchArgs& a) {
   EngineOptions opts;
   opts.n_threads = a.threads;
   opts.prefill_chunk = a.chunk;
+  opts.kv_type = a.kv_type;
   auto loaded = Engine::load(a.model_dir, opts);
   if (!loaded.ok()) return fail(loaded.status().message());
   std::shared_ptr<Engine> engine = loaded.value();
   const ModelConfig& c = cfg.value();
   const ModelInfo& info = engine->info();
-  const WeightBytes wb = weight_bytes(info);
+  WeightBytes wb = weight_bytes(info);
+  wb.kv = a.kv_type == KvCacheType::kBF16 ? 2.0 : 4.0;
   std::mt19937_64 rng(1234);
   auto log = [&](const char* msg) {
     if (!a.json) std::fprintf(stderr, "[bench] %s\n", msg);
@@ -231,9 +241,9 @@ int run_bench(const BenchArgs& a) {
   nlohmann::json projected = nlohmann::json::array();
   if (!a.attn_contexts.empty()) {
     log("timing decode attention at the requested contexts");
-    const double attn_here = attention_seconds(c, ctx0 + a.gen / 2, probe_pool);
+    const double attn_here = attention_seconds(c, ctx0 + a.gen / 2, a.kv_type, probe_pool);
     for (int64_t n : a.attn_contexts) {
-      const double attn = attention_seconds(c, n, probe_pool);
+      const double attn = attention_seconds(c, n, a.kv_type, probe_pool);
       const double step = 1.0 / decode_tok_s - attn_here + attn;
       const double ceiling = bw * 1e9 / decode_cost(c, wb, n).bytes_per_token();
       projected.push_back({{"context", n},
@@ -248,6 +258,7 @@ int run_bench(const BenchArgs& a) {
     nlohmann::json j = {{"model_dir", a.model_dir},
                         {"threads", a.threads},
                         {"simd_target", simd_target_name()},
+                        {"kv_type", info.kv_type},
                         {"q4_decode_kernel", q4_decode_kernel(info)},
                         {"prompt_tokens", a.prompt},
                         {"gen_tokens", a.gen},
@@ -321,6 +332,7 @@ Runner add_bench(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_option("--chunk", a->chunk, "prefill chunk (tokens per forward call)")
       ->check(CLI::PositiveNumber);
+  add_kv_type_option(app, &a->kv_type);
   app.add_option("--attention-contexts", a->attn_contexts,
                  "also time decode attention on synthetic caches at these contexts and project "
                  "decode speed there (e.g. 1024,8192,32768)")

@@ -16,6 +16,7 @@
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "inkling/tokenizer.h"
+#include "kv_option.h"
 #include "sampling_options.h"
 
 namespace inkling::cli {
@@ -25,6 +26,7 @@ namespace {
 struct ChatArgs {
   std::string model_dir, system, effort;
   int max_tokens = 2048, threads = 0;
+  KvCacheType kv_type = KvCacheType::kF32;
   bool show_reasoning = false;
   SamplingOptions sampling;
 };
@@ -39,6 +41,7 @@ int run_chat(const ChatArgs& a) {
   if (!params.ok()) return fail(params.status().message(), 2);
   EngineOptions eo;
   eo.n_threads = a.threads;
+  eo.kv_type = a.kv_type;
   auto engine = Engine::load(a.model_dir, eo);
   if (!engine.ok()) return fail(engine.status().message());
   auto tok = Tokenizer::load(a.model_dir);
@@ -154,6 +157,7 @@ Runner add_chat(CLI::App& app) {
   app.add_option("-n,--max-tokens", a->max_tokens, "most tokens per answer")
       ->check(CLI::Range(1, 1 << 24));
   add_sampling_options(app, &a->sampling);
+  add_kv_type_option(app, &a->kv_type);
   app.add_option("-t,--threads", a->threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
   return [a]() { return run_chat(*a); };

@@ -16,6 +16,7 @@
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "inkling/tokenizer.h"
+#include "kv_option.h"
 #include "sampling_options.h"
 
 namespace inkling::cli {
@@ -31,6 +32,7 @@ struct GenerateArgs {
   int64_t ctx_size = 0;
   int logprobs = -1;  // -1: off; else how many top alternatives to report per token
   bool json = false;
+  KvCacheType kv_type = KvCacheType::kF32;
   SamplingOptions sampling;
 };
 
@@ -134,6 +136,7 @@ int run_generate(const GenerateArgs& a) {
   EngineOptions opts;
   opts.n_threads = a.threads;
   opts.max_context = a.ctx_size;
+  opts.kv_type = a.kv_type;
   auto engine = Engine::load(a.model_dir, opts);
   if (!engine.ok()) return fail(engine.status().message());
   const ModelInfo& info = engine.value()->info();
@@ -255,6 +258,7 @@ Runner add_generate(CLI::App& app) {
                  "report each generated token's logprob and its N most likely alternatives "
                  "(stderr; with --json a \"logprobs\" array)")
       ->check(CLI::Range(0, 20));
+  add_kv_type_option(app, &a->kv_type);
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_option("--dump-logits", a->dump_logits,
                  "write the prompt's teacher-forced logits to this .npy file");

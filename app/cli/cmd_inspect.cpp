@@ -1,20 +1,61 @@
-// `inkling inspect -m DIR`: detected layout, config summary, per-layer kinds, tensor count and
-// bytes by dtype, and what was dropped or left unused.
+// `inkling inspect -m DIR [--ctx N] [--kv-type T]`: detected layout, config summary, per-layer
+// kinds, tensor count and bytes by dtype, weights by module/format/kernels, what was dropped or
+// left unused, and with --ctx the memory a session of N tokens needs.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "commands.h"
 #include "inkling/engine.h"
+#include "kv_option.h"
 
 namespace inkling::cli {
 
+namespace {
+
+// "12.3 GiB" / "456.7 MiB"
+std::string human(uint64_t b) {
+  char buf[32];
+  const double gib = double(b) / (1024.0 * 1024 * 1024);
+  if (gib >= 1.0)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", gib);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1024.0 * 1024));
+  return buf;
+}
+
+void print_plan(const ModelInfo& info, int64_t ctx) {
+  const MemoryPlan p = memory_plan(info, ctx);
+  std::printf("session of %lld tokens (KV %s):\n", static_cast<long long>(ctx),
+              info.kv_type.c_str());
+  std::printf("  weights mapped %12s  (checkpoint files, through the page cache)\n",
+              human(p.weights_mapped).c_str());
+  std::printf("  weights copied %12s  (norms, convs, biases as f32)\n",
+              human(p.weights_copied).c_str());
+  std::printf("  KV cache       %12s  (%s if it grows by doubling instead of being reserved)\n",
+              human(p.kv).c_str(), human(p.kv_doubling).c_str());
+  std::printf("  conv states    %12s\n", human(p.conv_states).c_str());
+  std::printf("  scratch        %12s\n", human(p.scratch).c_str());
+  std::printf("  total          %12s  (%llu bytes)\n", human(p.total()).c_str(),
+              static_cast<unsigned long long>(p.total()));
+}
+
+}  // namespace
+
 Runner add_inspect(CLI::App& app) {
   auto model_dir = std::make_shared<std::string>();
+  auto ctx = std::make_shared<int64_t>(0);
+  auto kv_type = std::make_shared<KvCacheType>(KvCacheType::kF32);
   app.add_option("-m,--model", *model_dir, "model folder (config.json + safetensors)")->required();
+  app.add_option("--ctx", *ctx,
+                 "also print the memory one session of this many tokens needs (weights, KV, "
+                 "scratch)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  add_kv_type_option(app, kv_type.get());
   return [=]() -> int {
     EngineOptions opts;
     opts.n_threads = 1;
+    opts.kv_type = *kv_type;
     auto engine = Engine::load(*model_dir, opts);
     if (!engine.ok()) return fail(engine.status().message());
     const ModelInfo& info = engine.value()->info();
@@ -43,11 +84,15 @@ Runner add_inspect(CLI::App& app) {
     const double mib = 1048576.0;
     std::printf("memory: %.2f MiB mapped weights (not copied) + %.2f MiB f32 small tensors\n",
                 double(info.mapped_bytes) / mib, double(info.copied_bytes) / mib);
-    std::printf("        + per session: %.2f MiB scratch, KV %.1f KiB per token of context\n",
-                double(info.session_bytes) / mib, double(info.kv_bytes_per_token) / 1024.0);
+    std::printf(
+        "        + per session: %.2f MiB scratch, KV (%s) %.1f KiB per token of context + %.2f "
+        "MiB of sliding rings\n",
+        double(info.session_bytes) / mib, info.kv_type.c_str(),
+        double(info.kv_bytes_per_token) / 1024.0, double(info.kv_sliding_bytes) / mib);
     std::printf("dropped (towers/MTP): %zu\n", info.dropped.size());
     std::printf("unused:  %zu\n", info.unused.size());
     for (const auto& u : info.unused) std::printf("  %s\n", u.c_str());
+    if (*ctx > 0) print_plan(info, *ctx);
     return 0;
   };
 }

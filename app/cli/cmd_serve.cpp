@@ -13,6 +13,7 @@
 
 #include "../server/server.h"
 #include "commands.h"
+#include "kv_option.h"
 
 namespace inkling::cli {
 
@@ -56,6 +57,7 @@ Runner add_serve(CLI::App& app) {
                  "INKLING_API_KEY)");
   auto key_file = std::make_shared<std::string>();
   app.add_option("--api-key-file", *key_file, "read the API key from the first line of FILE");
+  add_kv_type_option(app, &o->kv_type);
   app.add_option("-t,--threads", o->threads, "engine threads (0 = all cores)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--queue-size", o->max_queue, "requests waiting for a slot before 503")

@@ -433,6 +433,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
   EngineOptions eo;
   eo.n_threads = opts.threads;
   eo.max_context = opts.ctx_size;  // sessions enforce it too, not only the request checks
+  eo.kv_type = opts.kv_type;
   INK_ASSIGN_OR_RETURN(ctx.engine, Engine::load(opts.model_dir, eo));
   INK_ASSIGN_OR_RETURN(ctx.tok, Tokenizer::load(opts.model_dir));
   INK_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::load(opts.model_dir));

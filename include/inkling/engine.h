@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "inkling/observer.h"
@@ -15,12 +16,20 @@
 
 namespace inkling {
 
+// Element type of the KV cache: f32 is exact (the reference's own precision); bf16 halves the
+// cache and the bytes a long-context decode step reads, rounding each cached key and value once.
+enum class KvCacheType : uint8_t { kF32, kBF16 };
+// "f32" / "bf16" (the spelling of --kv-type and the server's option).
+const char* kv_cache_type_name(KvCacheType t);
+Result<KvCacheType> parse_kv_cache_type(std::string_view name);
+
 struct EngineOptions {
   int n_threads = 0;            // 0 = all hardware threads
   int64_t prefill_chunk = 256;  // tokens per forward call during prefill (at most 2^20)
   // Longest sequence a session may hold; 0 = the config's max_position_embeddings (or
   // model_max_length), unlimited when the config has neither.
   int64_t max_context = 0;
+  KvCacheType kv_type = KvCacheType::kF32;
 };
 
 // A summary of the loaded model for programs (inspect, servers).
@@ -54,8 +63,25 @@ struct ModelInfo {
   uint64_t mapped_bytes = 0;        // checkpoint bytes the weights read (mmap'd, not copied)
   uint64_t copied_bytes = 0;        // small tensors converted to f32 at load (norms, convs)
   uint64_t session_bytes = 0;       // scratch of one session at the default chunk size
-  uint64_t kv_bytes_per_token = 0;  // KV cache growth per token (global layers; sliding cap)
+  std::string kv_type;              // "f32" or "bf16"
+  uint64_t kv_bytes_per_token = 0;  // KV cache growth per token (global layers)
+  uint64_t kv_sliding_bytes = 0;    // sliding layers' rings once full (fixed, any context)
+  int64_t kv_ring_rows = 0;         // rows of each sliding ring (window - 1 + prefill chunk)
+  uint64_t conv_state_bytes = 0;    // four f32 short-conv states per layer, per session
 };
+
+// What one session of `tokens` tokens needs in memory, before loading it (inspect --ctx).
+struct MemoryPlan {
+  uint64_t weights_mapped = 0;  // checkpoint bytes the weights map (page cache, shared)
+  uint64_t weights_copied = 0;  // small tensors converted to f32 at load
+  uint64_t scratch = 0;         // activations of one session
+  uint64_t kv = 0;              // KV rows of `tokens` positions (global) + the sliding rings
+  uint64_t kv_doubling = 0;     // the KV allocation if the cache grows by doubling instead of
+                                // being reserved up front (Session::reserve)
+  uint64_t conv_states = 0;     // four f32 short-conv states per layer
+  uint64_t total() const { return weights_mapped + weights_copied + scratch + kv + conv_states; }
+};
+MemoryPlan memory_plan(const ModelInfo& info, int64_t tokens);
 
 class SessionSnapshot;
 class Session;

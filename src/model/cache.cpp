@@ -6,22 +6,54 @@
 
 namespace inkling {
 
-KvView LayerCache::reserve(int64_t end) {
-  int64_t rows = ring ? std::min(end, ring) : end;
-  if (int64_t(k.size()) < rows * row) {
-    int64_t cap = std::max<int64_t>(int64_t(k.size()) / std::max<int64_t>(row, 1) * 2, 64);
-    cap = std::max(cap, rows);
-    if (ring) cap = std::min(cap, ring);
-    k.resize(size_t(cap * row));
-    v.resize(size_t(cap * row));
-  }
-  return KvView{k.data(), v.data(), ring ? ring : 0, row, ring > 0};
+int64_t LayerCache::rows_allocated() const {
+  const size_t n = type == KvType::kF32 ? k.size() : k16.size();
+  return row > 0 ? int64_t(n) / row : 0;
 }
 
-SequenceState SequenceState::fresh(const ModelConfig& c, int64_t chunk) {
+KvView LayerCache::reserve(int64_t end) {
+  int64_t rows = ring ? std::min(end, ring) : end;
+  const int64_t have = rows_allocated();
+  if (have < rows) {
+    int64_t cap = std::max<int64_t>(have * 2, 64);
+    cap = std::max(cap, rows);
+    if (ring) cap = std::min(cap, ring);
+    if (type == KvType::kF32) {
+      k.resize(size_t(cap * row));
+      v.resize(size_t(cap * row));
+    } else {
+      k16.resize(size_t(cap * row));
+      v16.resize(size_t(cap * row));
+    }
+  }
+  KvView kv;
+  kv.k = type == KvType::kF32 ? static_cast<const void*>(k.data()) : k16.data();
+  kv.v = type == KvType::kF32 ? static_cast<const void*>(v.data()) : v16.data();
+  kv.capacity = ring ? ring : 0;
+  kv.stride = row;
+  kv.ring = ring > 0;
+  kv.type = type;
+  return kv;
+}
+
+void LayerCache::put(int64_t pos, const float* key, const float* value) {
+  const int64_t at = slot(pos);
+  if (type == KvType::kF32) {
+    std::copy_n(key, row, k.data() + at);
+    std::copy_n(value, row, v.data() + at);
+    return;
+  }
+  for (int64_t i = 0; i < row; ++i) {
+    k16[size_t(at + i)] = f32_to_bf16(key[i]);
+    v16[size_t(at + i)] = f32_to_bf16(value[i]);
+  }
+}
+
+SequenceState SequenceState::fresh(const ModelConfig& c, int64_t chunk, KvType kv) {
   SequenceState s;
   for (const LayerSpec& l : c.layers) {
     LayerCache lc;
+    lc.type = kv;
     lc.row = int64_t(l.n_kv_heads) * l.head_dim;
     lc.ring = l.sliding ? int64_t(c.window) - 1 + chunk : 0;
     const size_t hist = size_t(c.conv_k - 1);
@@ -40,6 +72,7 @@ SequenceState SequenceState::compact_copy() const {
   s.layers.reserve(layers.size());
   for (const LayerCache& l : layers) {
     LayerCache c;
+    c.type = l.type;
     c.row = l.row;
     c.ring = l.ring;
     // Rows [0, used) are the ones written: positions 0..pos-1, or the whole ring once it wrapped.
@@ -47,6 +80,9 @@ SequenceState SequenceState::compact_copy() const {
     const size_t n = std::min(l.k.size(), size_t(used * l.row));
     c.k.assign(l.k.begin(), l.k.begin() + ptrdiff_t(n));
     c.v.assign(l.v.begin(), l.v.begin() + ptrdiff_t(n));
+    const size_t n16 = std::min(l.k16.size(), size_t(used * l.row));
+    c.k16.assign(l.k16.begin(), l.k16.begin() + ptrdiff_t(n16));
+    c.v16.assign(l.v16.begin(), l.v16.begin() + ptrdiff_t(n16));
     c.conv_k = l.conv_k;
     c.conv_v = l.conv_v;
     c.conv_attn = l.conv_attn;
@@ -61,7 +97,8 @@ size_t SequenceState::bytes() const {
   for (const auto& l : layers)
     n += (l.k.size() + l.v.size() + l.conv_k.size() + l.conv_v.size() + l.conv_attn.size() +
           l.conv_mlp.size()) *
-         4;
+             4 +
+         (l.k16.size() + l.v16.size()) * 2;
   return n;
 }
 

@@ -57,7 +57,7 @@ TokenCost decode_cost(const ModelConfig& c, const WeightBytes& wb, int64_t conte
       t.mlp_weight_bytes += double(c.n_shared) * expert_mac(c) * wb.shared;
     }
     t.small_bytes += small_layer_bytes(c, l, d);
-    t.kv_bytes += 2.0 * d.kvw * 4.0 * keys_at(c, l, context);
+    t.kv_bytes += 2.0 * d.kvw * wb.kv * keys_at(c, l, context);
     t.state_bytes += 2.0 * 4.0 * double(c.conv_k - 1) * (2 * d.kvw + 2 * H);
   }
   t.head_bytes = double(c.unpadded_vocab) * H * wb.head + H * wb.embed;

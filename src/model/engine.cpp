@@ -2,6 +2,7 @@
 // everything a user can pass (token ids, empty inputs) happens here.
 #include "inkling/engine.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -41,6 +42,7 @@ struct Session::Impl {
   std::vector<float> logits;  // [unpadded_vocab] of the last position
   int64_t max_context = 0;
   ActivationObserver* observer = nullptr;
+  KvType kv = KvType::kF32;
 };
 
 namespace {
@@ -73,6 +75,10 @@ void storage_table(const Model& m, ModelInfo* info) {
     info->mapped_bytes += e.bytes;
   }
   info->copied_bytes = copied;
+}
+
+KvType kv_type(const EngineOptions& o) {
+  return o.kv_type == KvCacheType::kBF16 ? KvType::kBF16 : KvType::kF32;
 }
 
 ModelInfo describe(const Model& m, const std::string& dir) {
@@ -121,9 +127,6 @@ ModelInfo describe(const Model& m, const std::string& dir) {
     << c.mup_divisor;
   info.summary = s.str();
   storage_table(m, &info);
-  for (const LayerSpec& l : c.layers)
-    if (!l.sliding)
-      info.kv_bytes_per_token += 2 * uint64_t(l.n_kv_heads) * uint64_t(l.head_dim) * 4;
   return info;
 }
 
@@ -144,6 +147,35 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
 
 Engine::~Engine() = default;
 
+MemoryPlan memory_plan(const ModelInfo& info, int64_t tokens) {
+  MemoryPlan p;
+  p.weights_mapped = info.mapped_bytes;
+  p.weights_copied = info.copied_bytes;
+  p.scratch = info.session_bytes;
+  p.conv_states = info.conv_state_bytes;
+  // LayerCache::reserve allocates at least 64 rows, then doubles (or takes what a reserve asks);
+  // a sliding ring never exceeds its ring.
+  const uint64_t n = uint64_t(std::max<int64_t>(tokens, 0));
+  const uint64_t ring = uint64_t(std::max<int64_t>(info.kv_ring_rows, 1));
+  const uint64_t rows = n ? std::max<uint64_t>(n, 64) : 0;
+  const uint64_t sliding = info.kv_sliding_bytes * std::min(rows, ring) / ring;
+  p.kv = info.kv_bytes_per_token * rows + sliding;
+  uint64_t cap = rows ? 64 : 0;
+  while (cap < n) cap *= 2;
+  p.kv_doubling = info.kv_bytes_per_token * cap + sliding;
+  return p;
+}
+
+const char* kv_cache_type_name(KvCacheType t) {
+  return t == KvCacheType::kBF16 ? "bf16" : "f32";
+}
+
+Result<KvCacheType> parse_kv_cache_type(std::string_view name) {
+  if (name == "f32") return KvCacheType::kF32;
+  if (name == "bf16") return KvCacheType::kBF16;
+  return Status::error("kv type '" + std::string(name) + "': expected f32 or bf16");
+}
+
 Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
                                              const EngineOptions& opts) {
   // Scratch rows are chunk x (widest row), logits chunk x vocab: with the config's limits this
@@ -158,6 +190,22 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   e->impl_->opts = opts;
   if (e->impl_->opts.prefill_chunk < 1) e->impl_->opts.prefill_chunk = 1;
   e->impl_->info = describe(*model, model_dir);
+  ModelInfo& info = e->impl_->info;
+  const uint64_t elem = opts.kv_type == KvCacheType::kBF16 ? 2 : 4;
+  info.kv_type = kv_cache_type_name(opts.kv_type);
+  const ModelConfig& mc = model->config;
+  for (const LayerSpec& l : mc.layers)
+    info.conv_state_bytes +=
+        4 * uint64_t(mc.conv_k - 1) *
+        (2 * uint64_t(l.n_kv_heads) * uint64_t(l.head_dim) + 2 * uint64_t(mc.hidden));
+  for (const LayerSpec& l : model->config.layers) {
+    const uint64_t row = 2 * uint64_t(l.n_kv_heads) * uint64_t(l.head_dim) * elem;  // k + v
+    info.kv_ring_rows = int64_t(model->config.window) - 1 + e->impl_->opts.prefill_chunk;
+    if (l.sliding)
+      info.kv_sliding_bytes += row * uint64_t(info.kv_ring_rows);
+    else
+      info.kv_bytes_per_token += row;
+  }
   e->impl_->info.max_context =
       opts.max_context > 0 ? opts.max_context : model->config.max_positions;
   e->impl_->info.session_bytes = Scratch::footprint(model->config, e->impl_->opts.prefill_chunk) +
@@ -176,7 +224,8 @@ std::unique_ptr<Session> Engine::new_session() const {
   s->engine = shared_from_this();
   s->model = impl_->model.get();
   s->pool = impl_->pool.get();
-  s->state = SequenceState::fresh(s->model->config, impl_->opts.prefill_chunk);
+  s->kv = kv_type(impl_->opts);
+  s->state = SequenceState::fresh(s->model->config, impl_->opts.prefill_chunk, s->kv);
   s->scratch = Scratch::make(s->model->config, impl_->opts.prefill_chunk);
   s->logits.resize(size_t(s->model->config.unpadded_vocab));
   s->max_context = impl_->info.max_context;
@@ -302,10 +351,10 @@ Status Session::fast_forward(int64_t n, uint64_t seed) {
     l.reserve(st.pos + n);
     // A sliding ring only needs its last `ring` positions written.
     const int64_t first = l.ring ? std::max(st.pos, st.pos + n - l.ring) : st.pos;
+    std::vector<float> k(size_t(l.row)), v(size_t(l.row));
     for (int64_t p = first; p < st.pos + n; ++p) {
-      float* k = l.k_row(p);
-      float* v = l.v_row(p);
-      for (int64_t i = 0; i < l.row; ++i) k[i] = next(), v[i] = next();
+      for (int64_t i = 0; i < l.row; ++i) k[size_t(i)] = next(), v[size_t(i)] = next();
+      l.put(p, k.data(), v.data());
     }
     for (auto* c : {&l.conv_k, &l.conv_v, &l.conv_attn, &l.conv_mlp})
       for (float& f : *c) f = next();
@@ -341,7 +390,7 @@ void Session::restore(const SessionSnapshot& snap) {
 }
 
 void Session::reset() {
-  impl_->state = SequenceState::fresh(impl_->model->config, impl_->scratch.chunk);
+  impl_->state = SequenceState::fresh(impl_->model->config, impl_->scratch.chunk, impl_->kv);
 }
 
 size_t Session::state_bytes() const {

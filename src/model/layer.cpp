@@ -63,10 +63,7 @@ void attention_block(const ModelConfig& c, const LayerSpec& spec, const Attentio
     const float* k = s.k.data() + off * kvw;
     const float* v = s.v.data() + off * kvw;
     const KvView kv = cache.reserve(g.pos + g.n);
-    for (int64_t t = 0; t < g.n; ++t) {
-      std::copy_n(k + t * kvw, kvw, cache.k_row(g.pos + t));
-      std::copy_n(v + t * kvw, kvw, cache.v_row(g.pos + t));
-    }
+    for (int64_t t = 0; t < g.n; ++t) cache.put(g.pos + t, k + t * kvw, v + t * kvw);
     attention(s.q.data() + off * qw, s.r.data() + off * rw, g.n, g.pos, kv, w.rel_proj.data(),
               shape, s.att.data() + off * qw, pool);
     off += g.n;

@@ -4,6 +4,7 @@
 // once per kv head), the banded bias and mask come from a per-query table, softmax is online
 // (running max and sum), and values are accumulated in f32. Scratch is O(block), never [L, S].
 // Decode (T <= 4) takes a separate path (DecodeItem): no transpose, split-K over key ranges.
+// Cached rows are f32 or bf16 (KvType); bf16 rows are widened in registers as they are read.
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -25,6 +26,22 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
+
+// Cached keys and values as f32 (exact) or bf16 bits (widened in registers).
+HWY_INLINE VF LoadKV(DF df, const float* p) {
+  return hn::LoadU(df, p);
+}
+HWY_INLINE VF LoadKV(DF df, const uint16_t* p) {
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+}
+HWY_INLINE float KVScalar(const float* p, int64_t i) {
+  return p[i];
+}
+HWY_INLINE float KVScalar(const uint16_t* p, int64_t i) {
+  return bf16_to_f32(p[i]);
+}
 
 constexpr int64_t kBk = 64;  // keys per block
 constexpr int64_t kBq = 16;  // queries per work item
@@ -85,15 +102,16 @@ HWY_INLINE float SoftmaxBlock(DF df, float* row, int64_t n, float* m, float* l) 
   return alpha;
 }
 
-// o[c] = o[c] * alpha + sum_{j<nb} p[j] * v_j[c]  (v_j = vrows[j], hd floats).
-void AccumulateValues(DF df, const float* p, const float* const* vrows, int64_t nb, int64_t hd,
+// o[c] = o[c] * alpha + sum_{j<nb} p[j] * v_j[c]  (v_j = vrows[j], hd elements).
+template <typename KT>
+void AccumulateValues(DF df, const float* p, const KT* const* vrows, int64_t nb, int64_t hd,
                       float alpha, float* o) {
   const int64_t N = int64_t(hn::Lanes(df));
   if (hd % (4 * N) != 0) {
     for (int64_t c = 0; c < hd; ++c) o[c] *= alpha;
     for (int64_t j = 0; j < nb; ++j)
       if (p[j] != 0.f)
-        for (int64_t c = 0; c < hd; ++c) o[c] += p[j] * vrows[j][c];
+        for (int64_t c = 0; c < hd; ++c) o[c] += p[j] * KVScalar(vrows[j], c);
     return;
   }
   const VF va = hn::Set(df, alpha);
@@ -104,17 +122,18 @@ void AccumulateValues(DF df, const float* p, const float* const* vrows, int64_t 
     for (int64_t j = 0; j < nb; ++j) {
       if (p[j] == 0.f) continue;  // masked key (its value row may be stale)
       const VF b = hn::Set(df, p[j]);
-      const float* v = vrows[j] + c;
-      a0 = hn::MulAdd(b, hn::LoadU(df, v), a0), a1 = hn::MulAdd(b, hn::LoadU(df, v + N), a1);
-      a2 = hn::MulAdd(b, hn::LoadU(df, v + 2 * N), a2);
-      a3 = hn::MulAdd(b, hn::LoadU(df, v + 3 * N), a3);
+      const KT* v = vrows[j] + c;
+      a0 = hn::MulAdd(b, LoadKV(df, v), a0), a1 = hn::MulAdd(b, LoadKV(df, v + N), a1);
+      a2 = hn::MulAdd(b, LoadKV(df, v + 2 * N), a2);
+      a3 = hn::MulAdd(b, LoadKV(df, v + 3 * N), a3);
     }
     hn::StoreU(a0, df, o + c), hn::StoreU(a1, df, o + c + N);
     hn::StoreU(a2, df, o + c + 2 * N), hn::StoreU(a3, df, o + c + 3 * N);
   }
 }
 
-// One work item: kv head g, queries [i0, i1) of the chunk.
+// One work item: kv head g, queries [i0, i1) of the chunk; cached rows of type KT.
+template <typename KT>
 void AttendItem(const float* q, const float* r, int64_t i0, int64_t i1, int64_t g, int64_t pos0,
                 const KvView& kv, const float* P, const AttentionShape& s, float* out,
                 Scratch& sc) {
@@ -160,15 +179,15 @@ void AttendItem(const float* q, const float* r, int64_t i0, int64_t i1, int64_t 
 
   const int64_t t_first = pos0 + i0, t_last = pos0 + i1 - 1;
   const int64_t lo = W > 0 ? std::max<int64_t>(0, t_first - W + 1) : 0;
-  const float* vrows[kBk];
+  const KT* vrows[kBk];
   for (int64_t s0 = lo; s0 <= t_last; s0 += kBk) {
     const int64_t nb = std::min<int64_t>(kBk, t_last + 1 - s0);
     // kT[c][j] = key(s0 + j)[c]; padded columns are zero.
     for (int64_t j = 0; j < kBk; ++j) {
       if (j < nb) {
-        const float* kr = kv.key(s0 + j) + g * hd;
-        for (int64_t c = 0; c < hd; ++c) sc.kt[size_t(c * kBk + j)] = kr[c];
-        vrows[j] = kv.value(s0 + j) + g * hd;
+        const KT* kr = kv.key<KT>(s0 + j) + g * hd;
+        for (int64_t c = 0; c < hd; ++c) sc.kt[size_t(c * kBk + j)] = KVScalar(kr, c);
+        vrows[j] = kv.value<KT>(s0 + j) + g * hd;
       } else {
         for (int64_t c = 0; c < hd; ++c) sc.kt[size_t(c * kBk + j)] = 0.f;
       }
@@ -210,7 +229,10 @@ void AttentionItems(const float* q, const float* r, int64_t T, int64_t pos0, con
   const int64_t nqb = (T + kBq - 1) / kBq;
   for (size_t item = b; item < e; ++item) {
     const int64_t g = int64_t(item) / nqb, qb = int64_t(item) % nqb;
-    AttendItem(q, r, qb * kBq, std::min(T, (qb + 1) * kBq), g, pos0, kv, P, s, out, sc);
+    if (kv.type == KvType::kBF16)
+      AttendItem<uint16_t>(q, r, qb * kBq, std::min(T, (qb + 1) * kBq), g, pos0, kv, P, s, out, sc);
+    else
+      AttendItem<float>(q, r, qb * kBq, std::min(T, (qb + 1) * kBq), g, pos0, kv, P, s, out, sc);
   }
 }
 
@@ -229,17 +251,18 @@ int64_t DecodeScratchFloats(int64_t T, const AttentionShape& s) {
   return T * s.n_heads * (s.head_dim + s.rel_extent + kDecBk);
 }
 
-float Dot(DF df, const float* a, const float* b, int64_t n) {
+template <typename KT>
+float Dot(DF df, const float* a, const KT* b, int64_t n) {
   const int64_t N = int64_t(hn::Lanes(df));
   VF a0 = hn::Zero(df), a1 = a0;
   int64_t c = 0;
   for (; c + 2 * N <= n; c += 2 * N) {
-    a0 = hn::MulAdd(hn::LoadU(df, a + c), hn::LoadU(df, b + c), a0);
-    a1 = hn::MulAdd(hn::LoadU(df, a + c + N), hn::LoadU(df, b + c + N), a1);
+    a0 = hn::MulAdd(hn::LoadU(df, a + c), LoadKV(df, b + c), a0);
+    a1 = hn::MulAdd(hn::LoadU(df, a + c + N), LoadKV(df, b + c + N), a1);
   }
-  for (; c + N <= n; c += N) a0 = hn::MulAdd(hn::LoadU(df, a + c), hn::LoadU(df, b + c), a0);
+  for (; c + N <= n; c += N) a0 = hn::MulAdd(hn::LoadU(df, a + c), LoadKV(df, b + c), a0);
   float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0, a1)));
-  for (; c < n; ++c) sum += a[c] * b[c];
+  for (; c < n; ++c) sum += a[c] * KVScalar(b, c);
   return sum;
 }
 
@@ -267,6 +290,8 @@ HWY_INLINE void Sum4(DF df, VF a0, VF a1, VF a2, VF a3, float* out) {
 
 // Kv heads [g0, g1), keys [k0, k1), all T queries. Query row mi = i * n_heads + h; writes
 // part = m[rows], l[rows], acc[rows * hd] (rows = T * n_heads) for the rows of its heads.
+// Cached rows of type KT.
+template <typename KT>
 void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
                 const float* P, const AttentionShape& s, int64_t g0, int64_t g1, int64_t k0,
                 int64_t k1, float* part, float* scratch) {
@@ -309,18 +334,18 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
     // order, so a key range is one sequential stream (head-major blocks touched a new page per
     // key and head, which the hardware prefetcher could not follow).
     for (int64_t j = 0; j < nb; ++j) {
-      const float* krow = kv.key(s0 + j);
+      const KT* krow = kv.key<KT>(s0 + j);
       for (int64_t i = 0; i < T; ++i) {
         int64_t h = h0;
 #if HWY_TARGET != HWY_SCALAR
         if (G % 4 == 0 && vec && N % 4 == 0)
           for (; h < h1; h += 4) {  // 4 heads of one kv head: 4 chains, one joint reduction
             const int64_t mi = i * nh + h;
-            const float* k = krow + (h / G) * hd;
+            const KT* k = krow + (h / G) * hd;
             const float* qh = sq + mi * hd;
             VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
             for (int64_t c = 0; c < hd; c += N) {
-              const VF kc = hn::LoadU(df, k + c);
+              const VF kc = LoadKV(df, k + c);
               a0 = hn::MulAdd(hn::LoadU(df, qh + c), kc, a0);
               a1 = hn::MulAdd(hn::LoadU(df, qh + hd + c), kc, a1);
               a2 = hn::MulAdd(hn::LoadU(df, qh + 2 * hd + c), kc, a2);
@@ -365,20 +390,20 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
     }
     // Values, key-major like the keys: acc[mi] += p[mi][j] * v_j for every visible key.
     for (int64_t j = 0; j < nb; ++j) {
-      const float* vrow = kv.value(s0 + j);
+      const KT* vrow = kv.value<KT>(s0 + j);
       for (int64_t i = 0; i < T; ++i)
         for (int64_t h = h0; h < h1; ++h) {
           const int64_t mi = i * nh + h;
           const float p = sz[mi * kDecBk + j];
           if (p == 0.f) continue;  // masked key (its value row may be stale)
-          const float* v = vrow + (h / G) * hd;
+          const KT* v = vrow + (h / G) * hd;
           float* o = acc + mi * hd;
           if (vec) {
             const VF b = hn::Set(df, p);
             for (int64_t c = 0; c < hd; c += N)
-              hn::StoreU(hn::MulAdd(b, hn::LoadU(df, v + c), hn::LoadU(df, o + c)), df, o + c);
+              hn::StoreU(hn::MulAdd(b, LoadKV(df, v + c), hn::LoadU(df, o + c)), df, o + c);
           } else {
-            for (int64_t c = 0; c < hd; ++c) o[c] += p * v[c];
+            for (int64_t c = 0; c < hd; ++c) o[c] += p * KVScalar(v, c);
           }
         }
     }
@@ -396,8 +421,13 @@ void DecodeItems(const float* q, const float* r, int64_t T, int64_t pos0, const 
   const int64_t part_size = T * s.n_heads * (2 + s.head_dim);
   for (size_t item = b; item < e; ++item) {
     const int64_t hs = int64_t(item) / ksplits, ks = int64_t(item) % ksplits;
-    DecodeItem(q, r, T, pos0, kv, P, s, nkv * hs / hsplits, nkv * (hs + 1) / hsplits,
-               lo + n * ks / ksplits, lo + n * (ks + 1) / ksplits, parts + ks * part_size, scratch);
+    const int64_t g0 = nkv * hs / hsplits, g1 = nkv * (hs + 1) / hsplits;
+    const int64_t k0 = lo + n * ks / ksplits, k1 = lo + n * (ks + 1) / ksplits;
+    float* part = parts + ks * part_size;
+    if (kv.type == KvType::kBF16)
+      DecodeItem<uint16_t>(q, r, T, pos0, kv, P, s, g0, g1, k0, k1, part, scratch);
+    else
+      DecodeItem<float>(q, r, T, pos0, kv, P, s, g0, g1, k0, k1, part, scratch);
   }
 }
 

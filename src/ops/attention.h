@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "base/dtype.h"
 #include "base/thread_pool.h"
 
 namespace inkling {
@@ -19,16 +20,39 @@ struct AttentionShape {
   double log_alpha = 0;  // tau's alpha
 };
 
+// Element type of cached keys and values. F32 is exact; BF16 halves the cache (and the bytes a
+// decode step reads from it) at the cost of rounding each cached key and value once.
+enum class KvType : uint8_t { kF32, kBF16 };
+
 // Cached keys/values: position s lives at row (ring ? s % capacity : s); a row holds
-// n_kv_heads * head_dim floats, k and v rows `stride` floats apart.
+// n_kv_heads * head_dim elements of `type`, k and v rows `stride` elements apart.
 struct KvView {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   int64_t capacity = 0;
   int64_t stride = 0;
   bool ring = false;
-  const float* key(int64_t s) const { return k + (ring ? s % capacity : s) * stride; }
-  const float* value(int64_t s) const { return v + (ring ? s % capacity : s) * stride; }
+  KvType type = KvType::kF32;
+  int64_t slot(int64_t s) const { return (ring ? s % capacity : s) * stride; }
+  // Row s as elements of T: float for kF32, uint16_t (bf16 bits) for kBF16.
+  template <typename T>
+  const T* key(int64_t s) const {
+    return static_cast<const T*>(k) + slot(s);
+  }
+  template <typename T>
+  const T* value(int64_t s) const {
+    return static_cast<const T*>(v) + slot(s);
+  }
+  // Element c of row s as f32, whatever the type (reference code and tests).
+  float key_at(int64_t s, int64_t c) const { return at(k, s, c); }
+  float value_at(int64_t s, int64_t c) const { return at(v, s, c); }
+
+ private:
+  float at(const void* base, int64_t s, int64_t c) const {
+    if (type == KvType::kF32) return static_cast<const float*>(base)[slot(s) + c];
+    const uint16_t b = static_cast<const uint16_t*>(base)[slot(s) + c];
+    return bf16_to_f32(b);
+  }
 };
 
 // tau of a 0-based query position (1 when disabled or below the floor).

@@ -1,6 +1,7 @@
 // The blocked (flash-style, GQA-grouped) attention kernel against ref::attention on random data:
 // prefill chunks that straddle key blocks, decode far beyond R and W, rings, tau > 1, odd dims;
-// chunks of <= 4 queries exercise the decode path (split-K over key ranges, merged partials).
+// chunks of <= 4 queries exercise the decode path (split-K over key ranges, merged partials);
+// every case with an f32 and a bf16 cache.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "../common/random.h"
+#include "base/dtype.h"
 #include "ops/attention.h"
 #include "ops/reference/reference.h"
 
@@ -47,16 +49,29 @@ TEST_P(BlockedAttention, MatchesReference) {
       }
     kv = KvView{rk.data(), rv.data(), cap, row, true};
   }
-  std::vector<float> want(q.size(), NAN);
-  ref::attention(q.data(), r.data(), c.T, c.pos0, kv, P.data(), s, want.data());
-  // No pool, 2 and 3 threads: different splits over kv heads and key ranges.
+  // The same cache as bf16 bits (a bf16 KV cache): the kernel widens them as it reads, the
+  // reference reads them through key_at / value_at; both must agree as closely as for f32.
+  const size_t n = size_t((kv.ring ? kv.capacity : S) * row);
+  const float* kf = static_cast<const float*>(kv.k);
+  const float* vf = static_cast<const float*>(kv.v);
+  std::vector<uint16_t> k16(n), v16(n);
+  for (size_t i = 0; i < n; ++i) k16[i] = f32_to_bf16(kf[i]), v16[i] = f32_to_bf16(vf[i]);
+  KvView kv16 = kv;
+  kv16.k = k16.data(), kv16.v = v16.data(), kv16.type = KvType::kBF16;
+
   ThreadPool pool2(2), pool3(3);
-  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-    std::vector<float> got(q.size(), NAN);
-    attention(q.data(), r.data(), c.T, c.pos0, kv, P.data(), s, got.data(), pool);
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 2e-5f)
-          << "at " << i << ", threads " << (pool ? pool->size() : 1);
+  for (const KvView& view : {kv, kv16}) {
+    const char* type = view.type == KvType::kBF16 ? "bf16" : "f32";
+    std::vector<float> want(q.size(), NAN);
+    ref::attention(q.data(), r.data(), c.T, c.pos0, view, P.data(), s, want.data());
+    // No pool, 2 and 3 threads: different splits over kv heads and key ranges.
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      std::vector<float> got(q.size(), NAN);
+      attention(q.data(), r.data(), c.T, c.pos0, view, P.data(), s, got.data(), pool);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 2e-5f)
+            << "at " << i << ", threads " << (pool ? pool->size() : 1) << ", KV " << type;
+    }
   }
 }
 

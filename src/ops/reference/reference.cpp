@@ -55,7 +55,7 @@ void attention(const float* q, const float* r, int64_t T, int64_t pos0, const Kv
       for (int64_t src = lo; src <= t; ++src) {
         const int64_t dist = t - src;
         double dot = 0, bias = 0;
-        for (int64_t c = 0; c < hd; ++c) dot += double(qh[c] * tau) * kv.key(src)[koff + c];
+        for (int64_t c = 0; c < hd; ++c) dot += double(qh[c] * tau) * kv.key_at(src, koff + c);
         if (dist < R)
           for (int64_t m = 0; m < d; ++m) bias += double(rh[m]) * P[m * R + dist];
         z[size_t(src - lo)] = dot / double(hd) + bias * tau;
@@ -67,7 +67,7 @@ void attention(const float* q, const float* r, int64_t T, int64_t pos0, const Kv
       for (int64_t c = 0; c < hd; ++c) {
         double acc = 0;
         for (int64_t src = lo; src <= t; ++src)
-          acc += z[size_t(src - lo)] / sum * kv.value(src)[koff + c];
+          acc += z[size_t(src - lo)] / sum * kv.value_at(src, koff + c);
         oh[c] = float(acc);
       }
     }
