@@ -1,0 +1,43 @@
+// The unit of work of `inkling quantize`: one output item (a module's 1 or 3 tensors, a small
+// tensor, an MTP tensor) bound to its source, and the streaming producer that writes it into a
+// shard chunk by chunk.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "base/safetensors_writer.h"
+#include "base/thread_pool.h"
+#include "quantize_plan.h"
+#include "quantize_sources.h"
+
+namespace inkling::cli {
+
+struct Job {
+  const Module* module = nullptr;  // a matrix, quantized or kept as floats
+  RowSource rows;                  // its source rows
+  const SmallTensor* small = nullptr;
+  const TensorRef* ref = nullptr;   // the small tensor's source (null: generated ones)
+  const TensorInfo* raw = nullptr;  // an MTP tensor copied as stored
+  std::vector<TensorDecl> decls;    // the output tensors, in file order
+  uint64_t bytes = 0;
+};
+
+// One job per plan item (plus the MTP tensors when keep_mtp), sources bound and dtypes decided:
+// module floats/scales take `dtype` or else the source's; small tensors stay as stored. Sets the
+// plan's dtypes so its size table matches what is written.
+Result<std::vector<Job>> make_jobs(const Source& src, Plan& plan, std::optional<DType> dtype,
+                                   bool keep_mtp);
+
+// What a producer reports as it goes: bytes written and tensors finished.
+using ProgressFn = std::function<void(uint64_t bytes, int64_t tensors)>;
+
+// Writes job `j` into `w`, whose tensors [first, first + j.decls.size()) are the job's. Checks
+// `stop` between chunks and returns early (without error) when it is set.
+Status write_job(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool& pool,
+                 const std::atomic<bool>& stop, const ProgressFn& progress);
+
+}  // namespace inkling::cli

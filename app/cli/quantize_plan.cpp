@@ -1,0 +1,183 @@
+// make_plan(): the mlx-vlm tensor list of an Inkling config in file order (layer by layer, as
+// the sources are laid out), the spec of every module, and the quantization block describing it.
+#include "quantize_plan.h"
+
+namespace inkling::cli {
+
+std::vector<int64_t> Module::shape(int64_t last) const {
+  std::vector<int64_t> s;
+  if (n > 0) s.push_back(n);
+  s.push_back(rows);
+  s.push_back(last);
+  return s;
+}
+
+namespace {
+
+// The modules and small tensors of config `c`, with no specs yet.
+std::vector<PlanItem> layout(const ModelConfig& c) {
+  std::vector<PlanItem> items;
+  const int64_t H = c.hidden, V = c.vocab_size, K = c.conv_k;
+  int layer = -1;
+  auto mod = [&](const std::string& path, Group g, Role role, int64_t n, int64_t rows, int64_t cols,
+                 int64_t split = 0) {
+    Module m;
+    m.path = path;
+    m.group = g;
+    m.role = role;
+    m.layer = layer;
+    m.n = n;
+    m.rows = rows;
+    m.cols = cols;
+    m.split = split;
+    items.emplace_back(std::move(m));
+  };
+  auto small = [&](const std::string& name, const std::string& source, std::vector<int64_t> shape,
+                   bool f32 = false) {
+    SmallTensor t{name, source, std::move(shape), f32};
+    if (f32) t.dtype = DType::F32;
+    items.emplace_back(std::move(t));
+  };
+  const std::string L = "language_model.model.";
+  mod(L + "embed_tokens", Group::kEmbed, Role::kEmbed, 0, V, H);
+  small(L + "embed_norm.weight", "model.embed_norm.weight", {H});
+  for (int i = 0; i < c.n_layers; ++i) {
+    layer = i;
+    const LayerSpec& s = c.layers[size_t(i)];
+    const std::string P = L + "layers." + std::to_string(i) + ".";
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const int64_t nh = s.n_heads, nkv = s.n_kv_heads, hd = s.head_dim;
+    small(P + "input_layernorm.weight", p + "input_layernorm.weight", {H});
+    mod(P + "self_attn.qkvr_proj", Group::kAttention, Role::kQkvr, 0,
+        nh * hd + 2 * nkv * hd + nh * c.d_rel, H);
+    small(P + "self_attn.q_norm.weight", p + "self_attn.q_norm.weight", {hd});
+    small(P + "self_attn.k_norm.weight", p + "self_attn.k_norm.weight", {hd});
+    small(P + "self_attn.k_sconv.conv.weight", p + "self_attn.k_sconv.conv1d.weight",
+          {nkv * hd, K, 1});
+    small(P + "self_attn.v_sconv.conv.weight", p + "self_attn.v_sconv.conv1d.weight",
+          {nkv * hd, K, 1});
+    small(P + "self_attn.rel_proj", p + "self_attn.rel_logits_proj.proj", {c.d_rel, s.rel_extent});
+    mod(P + "self_attn.o_proj", Group::kAttention, Role::kO, 0, H, nh * hd);
+    small(P + "attn_sconv.conv.weight", p + "attn_sconv.conv1d.weight", {H, K, 1});
+    small(P + "post_attention_layernorm.weight", p + "post_attention_layernorm.weight", {H});
+    if (s.dense) {
+      const int64_t W = c.dense_width;
+      mod(P + "mlp.gate_proj", Group::kDense, Role::kDenseGate, 0, W, H);
+      mod(P + "mlp.up_proj", Group::kDense, Role::kDenseUp, 0, W, H);
+      mod(P + "mlp.down_proj", Group::kDense, Role::kDenseDown, 0, H, W);
+      small(P + "mlp.global_scale", p + "mlp.global_scale", {1});
+    } else {
+      const int64_t E = c.n_routed, S = c.n_shared, I = c.moe_width;
+      mod(P + "mlp.gate_weight", Group::kRouter, Role::kRouter, 0, E + S, H);
+      std::get<Module>(items.back()).bare = true;
+      small(P + "mlp.e_score_correction_bias", p + "mlp.gate.e_score_correction_bias", {E}, true);
+      small(P + "mlp.global_scale", p + "mlp.gate.global_scale", {1}, true);
+      mod(P + "mlp.switch_mlp.gate_proj", Group::kExperts, Role::kExpertGate, E, I, H);
+      mod(P + "mlp.switch_mlp.up_proj", Group::kExperts, Role::kExpertUp, E, I, H);
+      mod(P + "mlp.switch_mlp.down_proj", Group::kExperts, Role::kExpertDown, E, H, I);
+      small(P + "mlp.switch_mlp.gate_scale", "", {E}, true);
+      small(P + "mlp.switch_mlp.out_scale", "", {E}, true);
+      if (S > 0) {
+        mod(P + "mlp.shared_experts.gate_proj", Group::kShared, Role::kSharedGate, 0, S * I, H);
+        mod(P + "mlp.shared_experts.up_proj", Group::kShared, Role::kSharedUp, 0, S * I, H);
+        mod(P + "mlp.shared_experts.down_proj", Group::kShared, Role::kSharedDown, 0, H, S * I, I);
+      }
+    }
+    small(P + "mlp_sconv.conv.weight", p + "mlp_sconv.conv1d.weight", {H, K, 1});
+  }
+  layer = -1;
+  small(L + "norm.weight", "model.norm.weight", {H});
+  mod("language_model.lm_head", Group::kHead, Role::kHead, 0, V, H);
+  return items;
+}
+
+QuantSpec recipe_spec(const Recipe& r, Group g, const QuantSpec& main) {
+  const Recipe::Entry& e = r.groups[size_t(g)];
+  switch (e.kind) {
+    case Recipe::kKeep:
+      return {};
+    case Recipe::kMain:
+      return main;
+    case Recipe::kFixed:
+      return QuantSpec::affine(e.bits, e.group);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Plan> make_plan(const ModelConfig& c, const PlanOptions& o) {
+  INK_CHECK(o.recipe != nullptr);
+  Plan plan;
+  plan.main = QuantSpec::affine(o.bits, o.group);
+  plan.recipe = o.recipe->name;
+  plan.items = layout(c);
+  for (PlanItem& item : plan.items) {
+    Module* m = std::get_if<Module>(&item);
+    if (!m) continue;
+    m->spec = recipe_spec(*o.recipe, m->group, plan.main);
+    if (o.modules && m->group != Group::kRouter) {
+      bool listed = false;
+      for (Group g : *o.modules) listed |= g == m->group;
+      m->spec = !listed ? QuantSpec{} : (m->spec.quantized ? m->spec : plan.main);
+    }
+  }
+  for (const Override& ov : o.overrides) {
+    int matched = 0;
+    for (PlanItem& item : plan.items) {
+      Module* m = std::get_if<Module>(&item);
+      if (!m ||
+          !(ov.pattern == group_key(m->group) || glob_match(ov.pattern.c_str(), m->path.c_str())))
+        continue;
+      if (m->group == Group::kRouter && !ov.keep)
+        return Status::error("--override '" + ov.text + "' matches the router " + m->path +
+                             ", which is never quantized (mlx-vlm holds it as a plain array)");
+      m->spec = ov.keep ? QuantSpec{} : QuantSpec::affine(ov.bits, ov.group ? ov.group : o.group);
+      ++matched;
+    }
+    if (matched == 0)
+      return Status::error("--override '" + ov.text + "': pattern '" + ov.pattern +
+                           "' matches no module of this model (use a group: embed, head, "
+                           "attention, dense, experts, shared; or a glob over module paths "
+                           "such as language_model.model.layers.*.self_attn.qkvr_proj)");
+  }
+  // What the shapes allow: a row length (and a shared expert's width) the group divides.
+  for (PlanItem& item : plan.items) {
+    Module* m = std::get_if<Module>(&item);
+    if (!m || !m->spec.quantized) continue;
+    const int g = m->spec.group;
+    if (m->cols % g != 0)
+      m->kept_why = "row length " + std::to_string(m->cols) + " is not a multiple of group " +
+                    std::to_string(g);
+    else if (m->split > 0 && m->split % g != 0)
+      m->kept_why = "expert width " + std::to_string(m->split) + " is not a multiple of group " +
+                    std::to_string(g);
+    if (!m->kept_why.empty()) m->spec = QuantSpec{};
+  }
+  return plan;
+}
+
+uint64_t module_bytes(const Module& m, DType float_dtype) {
+  const uint64_t rows = uint64_t(m.total_rows()), fs = dtype_size(float_dtype);
+  if (!m.spec.quantized) return rows * uint64_t(m.cols) * fs;
+  const uint64_t codes = uint64_t(m.cols) * uint64_t(m.spec.bits) / 8;
+  const uint64_t sidecars = 2 * uint64_t(m.cols / m.spec.group) * fs;
+  return rows * (codes + sidecars);
+}
+
+nlohmann::ordered_json quantization_json(const Plan& plan) {
+  nlohmann::ordered_json q = {
+      {"group_size", plan.main.group}, {"bits", plan.main.bits}, {"mode", "affine"}};
+  for (const PlanItem& item : plan.items) {
+    const Module* m = std::get_if<Module>(&item);
+    if (!m || m->bare) continue;
+    if (!m->spec.quantized) {
+      q[m->path] = false;
+    } else if (m->spec != plan.main || (m->total_rows() * m->cols) % 64 != 0) {
+      q[m->path] = {{"group_size", m->spec.group}, {"bits", m->spec.bits}, {"mode", "affine"}};
+    }
+  }
+  return q;
+}
+
+}  // namespace inkling::cli

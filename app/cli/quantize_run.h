@@ -1,0 +1,38 @@
+// Writing a quantized folder: the plan's tensors in shards of bounded size, each streamed chunk
+// by chunk (rows quantized by a thread pool, written in place, source pages released), into
+// DST.partial; config.json is written last and the folder renamed to DST at the very end, so an
+// interrupted run never leaves a folder that loads. Re-running the same command resumes from the
+// shards already finished.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/dtype.h"
+#include "inkling/status.h"
+#include "quantize_plan.h"
+#include "quantize_sources.h"
+
+namespace inkling::cli {
+
+struct RunOptions {
+  std::string dst;
+  bool force = false;  // replace DST (and a stale DST.partial)
+  int threads = 0;     // 0: every hardware thread
+  uint64_t max_shard_bytes = 5'000'000'000;
+  bool quiet = false;
+  bool keep_mtp = true;        // copy the MTP tensors as stored
+  std::optional<DType> dtype;  // floats, scales and biases of matrices (default: the source's)
+};
+
+enum class RunOutcome : uint8_t { kDone, kInterrupted };
+
+// Binds every planned module to its source (setting the plan's dtypes), then writes. Errors are
+// runtime errors (exit 1); an interrupt (SIGINT / SIGTERM) stops between chunks.
+Result<RunOutcome> run_quantize(const Source& src, Plan& plan, const RunOptions& o);
+
+// DST.partial for DST (trailing slashes dropped).
+std::string partial_dir(const std::string& dst);
+
+}  // namespace inkling::cli
