@@ -11,6 +11,7 @@
 #include "ops/dense_scalar.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
+#include "ops/quant_affine_words.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
 
@@ -26,6 +27,8 @@ constexpr Kernel kScalarWiden{"scalar widen", dense_widen_rows};
 constexpr Kernel kHwyQuant{"hwy quant", quant_matmul_rows};
 constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
 constexpr Kernel kBf16DotQ4{"avx512-bf16 q4", q4_bf16dot_rows};
+constexpr Kernel kHwyAffineWords{"hwy affine words", affine_words_rows};
+constexpr Kernel kHwyGemmAffine{"hwy gemm affine", hwy_gemm_rows};
 
 // Affine 4-bit, 2..7 tokens with AVX512-BF16: pairs of tokens in the bf16-dot kernel, 3+ in the
 // Highway kernel (as fast there, and it needs no prepared x).
@@ -95,6 +98,10 @@ constexpr KernelSet kAffine4[2][2] = {
     {{{kBf16DotQ4, kAffine4Few, kHwyQuant}, affine_dequant_row},
      {{kBf16DotQ4, kAffine4Few, kHwyGemmQ4}, affine_dequant_row}}};
 constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row};
+// Every other MLX width (1, 2, 3, 5, 6 bits): the word-lane kernels, the gemm on tiles
+// dequantized once.
+constexpr KernelSet kAffineWords{{kHwyAffineWords, kHwyAffineWords, kHwyGemmAffine},
+                                 affine_dequant_row};
 constexpr KernelSet kNvfp4[2][2] = {{{{kHwyQuant, kHwyQuant, kHwyQuant}, nvfp4_dequant_row},
                                      {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, nvfp4_dequant_row}},
                                     {{{kBf16DotQ4, kBf16DotQ4, kHwyQuant}, nvfp4_dequant_row},
@@ -113,6 +120,9 @@ const KernelSet* select_affine4(const MatView& w) {
 const KernelSet* select_affine8(const MatView& w) {
   return groups_fit(w) ? &kAffine8 : nullptr;
 }
+const KernelSet* select_affine_words(const MatView& w) {
+  return affine_words_supported(w) && hwy_gemm_affine_supported(w) ? &kAffineWords : nullptr;
+}
 const KernelSet* select_nvfp4(const MatView& w) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
   return &kNvfp4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
@@ -126,6 +136,16 @@ const FormatEntry kFormats[] = {
      select_dense_scalar},
     {"affine q4", WeightFormat::kAffine, is_affine<4>, quant_bytes, affine_label, select_affine4},
     {"affine q8", WeightFormat::kAffine, is_affine<8>, quant_bytes, affine_label, select_affine8},
+    {"affine q1", WeightFormat::kAffine, is_affine<1>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q2", WeightFormat::kAffine, is_affine<2>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q3", WeightFormat::kAffine, is_affine<3>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q5", WeightFormat::kAffine, is_affine<5>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q6", WeightFormat::kAffine, is_affine<6>, quant_bytes, affine_label,
+     select_affine_words},
     {"nvfp4", WeightFormat::kNvfp4, is_nvfp4, quant_bytes, nvfp4_label, select_nvfp4},
 };
 
