@@ -11,6 +11,7 @@
 #include "ops/dense_scalar.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
+#include "ops/quant_affine_bf16dot.h"
 #include "ops/quant_affine_words.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
@@ -29,6 +30,7 @@ constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
 constexpr Kernel kBf16DotQ4{"avx512-bf16 q4", q4_bf16dot_rows};
 constexpr Kernel kHwyAffineWords{"hwy affine words", affine_words_rows};
 constexpr Kernel kHwyGemmAffine{"hwy gemm affine", hwy_gemm_rows};
+constexpr Kernel kBf16DotAffine{"avx512-bf16 affine", affine_bf16dot_rows};
 
 // Affine 4-bit, 2..7 tokens with AVX512-BF16: pairs of tokens in the bf16-dot kernel, 3+ in the
 // Highway kernel (as fast there, and it needs no prepared x).
@@ -40,6 +42,17 @@ void affine4_few_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
     quant_matmul_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 constexpr Kernel kAffine4Few{"avx512-bf16 q4 (2 tokens) / hwy quant", affine4_few_rows};
+
+// Other affine widths, 2..7 tokens with AVX512-BF16 + VBMI: the same split.
+void affine_words_few_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  if (n_tok <= 2)
+    affine_bf16dot_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+  else
+    affine_words_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+constexpr Kernel kAffineWordsFew{"avx512-bf16 affine (2 tokens) / hwy affine words",
+                                 affine_words_few_rows};
 
 // --- dense ---------------------------------------------------------------------------------
 
@@ -100,8 +113,9 @@ constexpr KernelSet kAffine4[2][2] = {
 constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row};
 // Every other MLX width (1, 2, 3, 5, 6 bits): the word-lane kernels, the gemm on tiles
 // dequantized once.
-constexpr KernelSet kAffineWords{{kHwyAffineWords, kHwyAffineWords, kHwyGemmAffine},
-                                 affine_dequant_row};
+constexpr KernelSet kAffineWords[2] = {
+    {{kHwyAffineWords, kHwyAffineWords, kHwyGemmAffine}, affine_dequant_row},
+    {{kBf16DotAffine, kAffineWordsFew, kHwyGemmAffine}, affine_dequant_row}};
 constexpr KernelSet kNvfp4[2][2] = {{{{kHwyQuant, kHwyQuant, kHwyQuant}, nvfp4_dequant_row},
                                      {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, nvfp4_dequant_row}},
                                     {{{kBf16DotQ4, kBf16DotQ4, kHwyQuant}, nvfp4_dequant_row},
@@ -121,7 +135,10 @@ const KernelSet* select_affine8(const MatView& w) {
   return groups_fit(w) ? &kAffine8 : nullptr;
 }
 const KernelSet* select_affine_words(const MatView& w) {
-  return affine_words_supported(w) && hwy_gemm_affine_supported(w) ? &kAffineWords : nullptr;
+  if (!affine_words_supported(w) || !hwy_gemm_affine_supported(w)) return nullptr;
+  const bool bf16 =
+      q4_bf16dot_enabled() && affine_bf16dot_available() && affine_bf16dot_handles(w, 1);
+  return &kAffineWords[bf16];
 }
 const KernelSet* select_nvfp4(const MatView& w) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;

@@ -23,6 +23,7 @@
 #include "ops/matmul.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
+#include "ops/quant_affine_bf16dot.h"
 #include "ops/quant_affine_words.h"
 #include "ops/quant_matmul.h"
 #include "quant_test_util.h"
@@ -86,9 +87,17 @@ TEST(AffineWidths, DequantRowByHand) {
   }
 }
 
+// The tolerance offset of the kernel the registry binds for n_tok tokens: the AVX512-BF16 kernels
+// sum (2^bits + q) * x per group (16 + q for 4 bits) and remove the offset through sum(x).
+float bound_offset(const MatView& v, int64_t n_tok) {
+  const std::string name = kernels_of(v).for_tokens(n_tok).name;
+  if (name.rfind("avx512-bf16", 0) != 0 || n_tok > 2) return 0.f;
+  return v.bits == 4 ? 16.f : float(1 << v.bits);
+}
+
 // Every kernel that can take the view, against the scalar twin.
 void compare_all(const MatView& v, int64_t n_tok, std::mt19937& rng, const std::string& what) {
-  compare(v, n_tok, rng, what + " (bound)", 0.f, 1.f, matmul_rows);
+  compare(v, n_tok, rng, what + " (bound)", bound_offset(v, n_tok), 1.f, matmul_rows);
   if (affine_words_supported(v))
     compare(v, n_tok, rng, what + " (words)", 0.f, 1.f, affine_words_rows);
   if (hwy_gemm_affine_supported(v) || hwy_gemm_q4_supported(v))
@@ -175,6 +184,49 @@ TEST(AffineWidths, EveryCompiledTarget) {
   EXPECT_FALSE(targets.empty());
 }
 
+// The AVX512-BF16 + VBMI kernel (1 and 2 tokens, widths 1..6): groups, scale dtypes, odd rows,
+// whole and partial 128-column blocks, strided rows, slices, x spanning 12 orders of magnitude
+// (the exact 3-part bf16 split); the registry binds it where the CPU has it.
+TEST(AffineWidths, Bf16DotMatchesScalarTwin) {
+  if (!affine_bf16dot_available()) GTEST_SKIP() << "CPU without AVX512-BF16 and AVX512-VBMI";
+  std::mt19937 rng(66);
+  for (int bits : {1, 2, 3, 4, 5, 6})
+    for (int group : {32, 64, 128})
+      for (DType sdt : {DType::BF16, DType::F16, DType::F32})
+        for (int64_t rows : {int64_t(1), int64_t(7), int64_t(13)})
+          for (int spread : {1, 2}) {
+            const int64_t cols = rows == 7 ? group : rows == 13 ? 1024 + 3 * group : 128;
+            QMat q = make_affine(rows, cols, bits, group, sdt, spread, rng);
+            ASSERT_TRUE(affine_bf16dot_handles(q.view, 2));
+            const float off = float(1 << bits);
+            for (int64_t n_tok : {1, 2, 3}) {
+              const std::string what = "bf16 " + name_of(bits, group, sdt) + " rows " +
+                                       std::to_string(rows) + " cols " + std::to_string(cols) +
+                                       " spread " + std::to_string(spread) + " tok " +
+                                       std::to_string(n_tok);
+              compare(q.view, n_tok, rng, what, off, 1.f, affine_bf16dot_rows);
+              compare(q.view, n_tok, rng, what + " tiny x", off, 1e-6f, affine_bf16dot_rows);
+              compare(q.view, n_tok, rng, what + " large x", off, 1e6f, affine_bf16dot_rows);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+            compare(q.view.slice_rows(rows / 2, rows - rows / 2), 1, rng, "bf16 row slice", off,
+                    1.f, affine_bf16dot_rows);
+            if (cols > group)
+              compare(slice_cols(q.view, group, cols - group), 2, rng, "bf16 column slice", off,
+                      1.f, affine_bf16dot_rows);
+          }
+  QMat q8 = make_affine(3, 256, 8, 64, DType::BF16, 1, rng);
+  EXPECT_FALSE(affine_bf16dot_handles(q8.view, 1));  // 2^8 + q is not a bf16 number
+  QMat q3 = make_affine(3, 256, 3, 64, DType::BF16, 1, rng);
+  EXPECT_FALSE(affine_bf16dot_handles(q3.view, 3));  // 3+ tokens: the Highway kernel
+  // The registry binds it for 1 token (2 through the few-token split) unless switched off.
+  EXPECT_STREQ(kernels_of(q3.view).for_tokens(1).name, "avx512-bf16 affine");
+  {
+    PortableKernelsOnly portable;
+    EXPECT_STREQ(kernels_of(q3.view).for_tokens(1).name, "hwy affine words");
+  }
+}
+
 // Codes whose last row ends exactly at a page followed by an inaccessible page: a kernel that
 // reads past the view faults.
 TEST(AffineWidths, NeverReadsPastTheView) {
@@ -194,8 +246,13 @@ TEST(AffineWidths, NeverReadsPastTheView) {
       std::memcpy(codes, q.codes.data(), bytes);
       MatView v = q.view;
       v.data = codes;
-      compare(v, 1, rng, "guarded, AVX512-BF16 where the CPU has it", 16.f, 1.f, matmul_rows);
-      compare(v, 2, rng, "guarded, AVX512-BF16 where the CPU has it", 16.f, 1.f, matmul_rows);
+      for (int64_t n_tok : {1, 2})  // the AVX512-BF16 kernels where the CPU has them
+        compare(v, n_tok, rng, "guarded bound q" + std::to_string(bits), bound_offset(v, n_tok),
+                1.f, matmul_rows);
+      if (affine_bf16dot_available() && affine_bf16dot_handles(v, 1)) {
+        compare(v, 1, rng, "guarded bf16", float(1 << bits), 1.f, affine_bf16dot_rows);
+        compare(v, 2, rng, "guarded bf16", float(1 << bits), 1.f, affine_bf16dot_rows);
+      }
       PortableKernelsOnly portable;
       for (int64_t n_tok : {1, 2, 5, 8, 19})
         compare_all(v, n_tok, rng,

@@ -15,6 +15,7 @@
 #include "ops/matmul.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
+#include "ops/quant_affine_bf16dot.h"
 #include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
@@ -150,12 +151,18 @@ TEST(Formats, BindsKernelsPerShapeClass) {
                hwy_gemm_q4_supported(q4.view) ? "hwy gemm q4" : "hwy quant");
   EXPECT_EQ(q4.view.kernels->dequant_row, &affine_dequant_row);
   EXPECT_EQ(fp4.view.kernels->dequant_row, &nvfp4_dequant_row);
-  // Every other MLX width: the word-lane kernel for 1-7 tokens, the gemm on dequantized tiles.
+  // Every other MLX width: the AVX512-BF16 kernel for 1 token where the CPU has it (and for 2
+  // of 2..7), else the word-lane kernel; the gemm on dequantized tiles for 8+.
+  const bool bfa = bf && affine_bf16dot_available();
   for (int bits : {1, 2, 3, 5, 6}) {
     Owned q = affine(bits, 64, 8, 1024, uint32_t(10 + bits));
     ASSERT_TRUE(bind_kernels(q.view)) << bits;
-    EXPECT_STREQ(q.view.kernels->for_tokens(1).name, "hwy affine words") << bits;
-    EXPECT_STREQ(q.view.kernels->for_tokens(7).name, "hwy affine words") << bits;
+    EXPECT_STREQ(q.view.kernels->for_tokens(1).name,
+                 bfa ? "avx512-bf16 affine" : "hwy affine words")
+        << bits;
+    EXPECT_STREQ(q.view.kernels->for_tokens(7).name,
+                 bfa ? "avx512-bf16 affine (2 tokens) / hwy affine words" : "hwy affine words")
+        << bits;
     EXPECT_STREQ(q.view.kernels->for_tokens(8).name, "hwy gemm affine") << bits;
     EXPECT_EQ(q.view.kernels->dequant_row, &affine_dequant_row) << bits;
   }
