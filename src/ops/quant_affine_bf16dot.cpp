@@ -51,27 +51,39 @@ namespace {
 
 constexpr int kMaxTok = 2;
 constexpr int kRowsMax = 4;
-constexpr int64_t kBlock = 128;          // columns per block
-constexpr int64_t kXBlock = 4 * 3 * 32;  // prepared bf16 per block: 4 steps x 3 parts x 32 lanes
 
-// Per width, per step t: the byte permute and the bit-field selects (see the top of the file).
+// Permutes per 128-column block: one when each 4-byte window can hold the 8 codes a qword half
+// needs for all 4 steps (8 * bits + 7 <= 32 bits, the 7 for the first code's bit offset), else
+// one per pair of steps (4 codes per window; bits <= 6).
+constexpr int Perms(int bits) {
+  return 8 * bits + 7 <= 32 ? 1 : 2;
+}
+
+// Per width: the byte permutes and, per step t, the bit-field selects (see the top of the file).
+// Permute p covers steps [p * 4 / Perms, (p + 1) * 4 / Perms): the low 4 bytes of qword i hold
+// the codes of columns 16i + 2 * (first step) .., the high 4 bytes those 8 columns further on.
 struct Tables {
-  alignas(64) uint8_t perm[4][64];
+  alignas(64) uint8_t perm[2][64];
   alignas(64) uint8_t shift[4][64];
 };
 
 Tables make_tables(int bits) {
   Tables T{};
-  const int base = 7 - bits;  // where the code goes in its u16 lane's low byte
+  const int base = 7 - bits;        // where the code goes in its u16 lane's low byte
+  const int spp = 4 / Perms(bits);  // steps per permute
   for (int t = 0; t < 4; ++t)
     for (int i = 0; i < 8; ++i) {
-      const int sa = (16 * i + 2 * t) * bits, sb = (16 * i + 8 + 2 * t) * bits;  // first bits
+      const int p = t / spp;
+      // First bits of the two windows of permute p, and of this step's pairs in them.
+      const int wa = (16 * i + 2 * p * spp) * bits, wb = (16 * i + 8 + 2 * p * spp) * bits;
+      const int sa = (16 * i + 2 * t) * bits, sb = (16 * i + 8 + 2 * t) * bits;
       for (int b = 0; b < 4; ++b) {
-        T.perm[t][8 * i + b] = uint8_t(sa / 8 + b);
-        T.perm[t][8 * i + 4 + b] = uint8_t(sb / 8 + b);
+        T.perm[p][8 * i + b] = uint8_t(wa / 8 + b);
+        T.perm[p][8 * i + 4 + b] = uint8_t(wb / 8 + b);
       }
       for (int m = 0; m < 4; ++m) {  // u16 lane 4i + m: its low byte is byte 2m of the qword
-        const int at = (m < 2 ? sa % 8 : 32 + sb % 8) + (m % 2) * bits;
+        const int at =
+            (m < 2 ? sa - wa / 8 * 8 : 32 + sb - wb / 8 * 8) + (m % 2) * bits;  // bit in qword
         T.shift[t][8 * i + 2 * m] = uint8_t((at - base) & 63);
         T.shift[t][8 * i + 2 * m + 1] = 0;
       }
@@ -94,21 +106,48 @@ struct Prepared {
   // What xq / xsum were made from (consecutive products with the same activations reuse them;
   // a copy is compared, never a pointer).
   std::vector<float> src;
-  int nt = 0;
+  int nt = 0, layout = -1;
   int64_t cols = 0, group = 0;
 };
 
-void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, Prepared& p) {
+// Block geometry. Widths 1 and 2 (which divide 16) take the u16-word layout instead of the
+// 128-column one: a block is one 64-byte vector of 32 u16 code words (16 / bits codes each), and
+// step j decodes code j of every word with one shift; u16 lane m at step j is column
+// m * (16 / bits) + j, so f32 lane k holds the 2 * (16 / bits) columns of words 2k and 2k + 1.
+// Layout 0: the 128-column blocks (any width); layout 1 / 2: u16 words of 1 / 2-bit codes.
+constexpr bool U16Layout(int bits) {
+  return bits <= 2;
+}
+constexpr int64_t BlockCols(int layout) {
+  return layout == 0 ? 128 : 512 / layout;
+}
+constexpr int Steps(int layout) {
+  return layout == 0 ? 4 : 16 / layout;
+}
+// Where column e of a block goes: step and u16 lane.
+inline void slot_of(int layout, int64_t e, int* step, int* lane) {
+  if (layout == 0) {
+    const int64_t k = e / 8;
+    *step = int((e % 8) / 2), *lane = int(2 * k + e % 2);
+  } else {
+    const int64_t per = 16 / layout;
+    *step = int(e % per), *lane = int(e / per);
+  }
+}
+
+void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, int layout,
+             Prepared& p) {
   const size_t n = size_t(cols);
-  bool same = p.nt == nt && p.cols == cols && p.group == group;
+  bool same = p.nt == nt && p.cols == cols && p.group == group && p.layout == layout;
   for (int t = 0; same && t < nt; ++t)
     same = std::memcmp(p.src.data() + size_t(t) * n, x + t * ldx, n * sizeof(float)) == 0;
   if (same) return;
-  p.nt = nt, p.cols = cols, p.group = group;
+  p.nt = nt, p.cols = cols, p.group = group, p.layout = layout;
   if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
   for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
-  const int64_t blocks = (cols + kBlock - 1) / kBlock;
-  p.xs = blocks * kXBlock;
+  const int64_t bc = BlockCols(layout), xblock = Steps(layout) * 96;  // 3 parts x 32 lanes
+  const int64_t blocks = (cols + bc - 1) / bc;
+  p.xs = blocks * xblock;
   p.gs = cols / group + 16;
   if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
   if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
@@ -120,8 +159,10 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, P
     for (int64_t g = 0; g < p.gs; ++g) xs[g] = 0.f;
     for (int64_t c = 0; c < cols; ++c) xs[c / group] += in[c];
     for (int64_t b = 0; b < blocks; ++b)
-      for (int64_t e = 0; e < kBlock; ++e) {  // column 8k + 2s + h: step s, u16 lane 2k + h
-        const int64_t c = b * kBlock + e, k = e / 8, s = (e % 8) / 2, h = e % 2;
+      for (int64_t e = 0; e < bc; ++e) {
+        const int64_t c = b * bc + e;
+        int s = 0, lane = 0;
+        slot_of(layout, e, &s, &lane);
         uint16_t hi = 0, mid = 0, lo = 0;  // x = hi + mid + lo exactly (3 x 8 bits)
         if (c < cols) {
           hi = f32_to_bf16(in[c]);
@@ -129,7 +170,7 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, P
           mid = f32_to_bf16(r);
           lo = f32_to_bf16(r - bf16_to_f32(mid));
         }
-        uint16_t* d = o + b * kXBlock + s * 96 + 2 * k + h;
+        uint16_t* d = o + b * xblock + s * 96 + lane;
         d[0] = hi;
         d[32] = mid;
         d[64] = lo;
@@ -179,20 +220,24 @@ INK_AFFDOT inline __mmask64 bytes_mask(int64_t n) {
   return n >= 64 ? ~__mmask64(0) : (n <= 0 ? __mmask64(0) : (__mmask64(1) << n) - 1);
 }
 
-// Rows [r0, r1) in blocks of R rows for NT tokens; kBits > 4 spans two registers per block.
+// Rows [r0, r1) in blocks of R rows for NT tokens. 128-column blocks of more than 4 bits span two
+// registers.
 template <int kBits, int NT, int R>
 INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int64_t r1, float* y,
                             int64_t ldy) {
-  constexpr bool kTwo = 16 * kBits > 64;
-  constexpr int64_t kBlockBytes = 16 * kBits;
+  constexpr int kLayout = U16Layout(kBits) ? kBits : 0;
+  constexpr int64_t kCols = BlockCols(kLayout);
+  constexpr int kSteps = Steps(kLayout);
+  constexpr int64_t kBlockBytes = kCols * kBits / 8;
+  constexpr bool kTwo = kBlockBytes > 64;
   const int64_t ngroups = w.cols / w.group, gs = p.gs, xs = p.xs;
-  const int64_t blocks = (w.cols + kBlock - 1) / kBlock, row_bytes = w.cols * kBits / 8;
+  const int64_t blocks = (w.cols + kCols - 1) / kCols, row_bytes = w.cols * kBits / 8;
   const Tables& T = tables(kBits);
   alignas(64) int32_t idx_arr[16];
-  const int gshift = w.group == 32 ? 2 : w.group == 64 ? 3 : 4;  // f32 lane k: group 8k / group
-  for (int k = 0; k < 16; ++k) idx_arr[k] = k >> gshift;
+  for (int k = 0; k < 16; ++k)  // f32 lane k: the group of the block's column (kCols / 16) k
+    idx_arr[k] = int32_t(kCols / 16 * k / w.group);
   const __m512i idx = _mm512_load_si512(idx_arr);
-  const int64_t groups_per_block = kBlock / w.group;
+  const int64_t groups_per_block = kCols / w.group;
   const __m512i keep = _mm512_set1_epi16(int16_t(((1 << kBits) - 1) << (7 - kBits)));
   const __m512i expo = _mm512_set1_epi16(int16_t((127 + kBits) << 7));
   float* sfb = const_cast<float*>(p.sf.data());
@@ -229,21 +274,36 @@ INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int
       const int64_t off = b * kBlockBytes;
       // Masked loads: never read past the row (the last block may be partial).
       const __mmask64 m0 = bytes_mask(row_bytes - off), m1 = bytes_mask(row_bytes - off - 64);
-      __m512i src0[R], src1[R];
+      // The block's codes, and (128-column layout) every permute's windows at once, so the
+      // loaded registers die before the steps: 4 rows stay within the 32 vector registers.
+      constexpr int kPerms = kLayout == 0 ? Perms(kBits) : 1;
+      constexpr int kSpp = kSteps / kPerms;  // steps per permute
+      __m512i win[kPerms][R];
       _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
-        src0[i] = _mm512_maskz_loadu_epi8(m0, codes[i] + off);
-        if constexpr (kTwo) src1[i] = _mm512_maskz_loadu_epi8(m1, codes[i] + off + 64);
+        const __m512i src0 = _mm512_maskz_loadu_epi8(m0, codes[i] + off);
+        __m512i src1 = src0;
+        if constexpr (kTwo) src1 = _mm512_maskz_loadu_epi8(m1, codes[i] + off + 64);
         _mm_prefetch(ahead[i] + off, _MM_HINT_T0);
         if constexpr (kTwo) _mm_prefetch(ahead[i] + off + 64, _MM_HINT_T0);
+        _Pragma("GCC unroll 2") for (int pm = 0; pm < kPerms; ++pm) {
+          if constexpr (kLayout != 0) {
+            win[pm][i] = src0;
+          } else {
+            const __m512i perm = _mm512_load_si512(T.perm[pm]);
+            win[pm][i] = kTwo ? _mm512_permutex2var_epi8(src0, perm, src1)
+                              : _mm512_permutexvar_epi8(perm, src0);
+          }
+        }
       }
-      __m512 acc_h[R][NT], acc_m[R][NT], acc_l[R][NT];
+      // Two f32 chains per row and token (hi and lo parts in one, mid in the other): enough to
+      // hide VDPBF16PS latency with 4 rows, and two registers fewer per row than three.
+      __m512 acc_a[R][NT], acc_b[R][NT];
       _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
-          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc_h[i][t] = acc_m[i][t] =
-              acc_l[i][t] = _mm512_setzero_ps();
-      const uint16_t* xb = p.xq.data() + b * kXBlock;
-      _Pragma("GCC unroll 4") for (int st = 0; st < 4; ++st) {
-        const __m512i perm = _mm512_load_si512(T.perm[st]);
-        const __m512i shift = _mm512_load_si512(T.shift[st]);
+          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc_a[i][t] = acc_b[i][t] =
+              _mm512_setzero_ps();
+      const uint16_t* xb = p.xq.data() + b * (kSteps * 96);
+      _Pragma("GCC unroll 16") for (int st = 0; st < kSteps; ++st) {
+        const __m512i shift = _mm512_load_si512(T.shift[st % 4]);
         __m512i xh[NT], xm[NT], xl[NT];
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
           xh[t] = _mm512_loadu_si512(xb + t * xs + st * 96);
@@ -251,17 +311,22 @@ INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int
           xl[t] = _mm512_loadu_si512(xb + t * xs + st * 96 + 64);
         }
         _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+          const __m512i wv = win[st / kSpp][i];
           __m512i v;
-          if constexpr (kTwo)
-            v = _mm512_permutex2var_epi8(src0[i], perm, src1[i]);
-          else
-            v = _mm512_permutexvar_epi8(perm, src0[i]);
-          v = _mm512_multishift_epi64_epi8(shift, v);
+          if constexpr (kLayout != 0) {  // code st of every u16 word to bits 7-kBits .. 6
+            constexpr int kTo = 7 - kBits;
+            const int from = st * kBits;
+            v = from < kTo ? _mm512_slli_epi16(wv, unsigned(kTo - from))
+                           : _mm512_srli_epi16(wv, unsigned(from - kTo));
+            (void)shift;
+          } else {
+            v = _mm512_multishift_epi64_epi8(shift, wv);
+          }
           const __m512bh q = (__m512bh)_mm512_ternarylogic_epi32(v, keep, expo, 0xEA);
           _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-            acc_h[i][t] = _mm512_dpbf16_ps(acc_h[i][t], q, (__m512bh)xh[t]);
-            acc_m[i][t] = _mm512_dpbf16_ps(acc_m[i][t], q, (__m512bh)xm[t]);
-            acc_l[i][t] = _mm512_dpbf16_ps(acc_l[i][t], q, (__m512bh)xl[t]);
+            acc_a[i][t] = _mm512_dpbf16_ps(acc_a[i][t], q, (__m512bh)xh[t]);
+            acc_b[i][t] = _mm512_dpbf16_ps(acc_b[i][t], q, (__m512bh)xm[t]);
+            acc_a[i][t] = _mm512_dpbf16_ps(acc_a[i][t], q, (__m512bh)xl[t]);
           }
         }
       }
@@ -269,8 +334,8 @@ INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int
         const float* s = sfb + i * gs + b * groups_per_block;
         const __m512 sv = groups_per_block > 1 ? _mm512_permutexvar_ps(idx, _mm512_loadu_ps(s))
                                                : _mm512_set1_ps(s[0]);
-        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] = _mm512_fmadd_ps(
-            _mm512_add_ps(acc_h[i][t], _mm512_add_ps(acc_m[i][t], acc_l[i][t])), sv, tot[i][t]);
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] =
+            _mm512_fmadd_ps(_mm512_add_ps(acc_a[i][t], acc_b[i][t]), sv, tot[i][t]);
       }
     }
     _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
@@ -314,7 +379,7 @@ void affine_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVi
   thread_local Prepared p;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
     const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
-    prepare(x + t0 * ldx, nt, ldx, w.cols, w.group, p);
+    prepare(x + t0 * ldx, nt, ldx, w.cols, w.group, U16Layout(w.bits) ? w.bits : 0, p);
     float* yb = y + t0 * ldy;
     switch (w.bits) {
       case 1:

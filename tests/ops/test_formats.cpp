@@ -145,14 +145,16 @@ TEST(Formats, BindsKernelsPerShapeClass) {
   std::printf("[formats] bf16-dot kernel %s\n", bf ? "on" : "off (CPU or INKLING_NO_BF16DOT)");
   EXPECT_STREQ(q4.view.kernels->for_tokens(1).name, bf ? "avx512-bf16 q4" : "hwy quant");
   EXPECT_STREQ(fp4.view.kernels->for_tokens(5).name, bf ? "avx512-bf16 q4" : "hwy quant");
-  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy quant");
-  EXPECT_STREQ(q8.view.kernels->for_tokens(64).name, "hwy quant");
+  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy affine words");
+  EXPECT_STREQ(q8.view.kernels->for_tokens(64).name,
+               "hwy affine words (8-31 tokens) / hwy gemm affine");
   EXPECT_STREQ(q4.view.kernels->for_tokens(64).name,
                hwy_gemm_q4_supported(q4.view) ? "hwy gemm q4" : "hwy quant");
   EXPECT_EQ(q4.view.kernels->dequant_row, &affine_dequant_row);
   EXPECT_EQ(fp4.view.kernels->dequant_row, &nvfp4_dequant_row);
   // Every other MLX width: the AVX512-BF16 kernel for 1 token where the CPU has it (and for 2
-  // of 2..7), else the word-lane kernel; the gemm on dequantized tiles for 8+.
+  // of 2..7), else the word-lane kernel; 8+ tokens: the word-lane kernel up to 31, then the gemm on
+  // dequantized tiles.
   const bool bfa = bf && affine_bf16dot_available();
   for (int bits : {1, 2, 3, 5, 6}) {
     Owned q = affine(bits, 64, 8, 1024, uint32_t(10 + bits));
@@ -163,7 +165,9 @@ TEST(Formats, BindsKernelsPerShapeClass) {
     EXPECT_STREQ(q.view.kernels->for_tokens(7).name,
                  bfa ? "avx512-bf16 affine (2 tokens) / hwy affine words" : "hwy affine words")
         << bits;
-    EXPECT_STREQ(q.view.kernels->for_tokens(8).name, "hwy gemm affine") << bits;
+    EXPECT_STREQ(q.view.kernels->for_tokens(8).name,
+                 "hwy affine words (8-31 tokens) / hwy gemm affine")
+        << bits;
     EXPECT_EQ(q.view.kernels->dequant_row, &affine_dequant_row) << bits;
   }
   // Row slices keep the bound set, column slices drop it (the choice may depend on the columns).
@@ -180,6 +184,10 @@ TEST(Formats, RefusesWhatNobodyRegistered) {
   Owned g16 = affine(3, 64, 2, 128, 4);
   g16.view.group = 16;  // the word-lane kernels take MLX's groups (32, 64, 128) only
   EXPECT_FALSE(bind_kernels(g16.view));
+  Owned q8g16 = affine(8, 64, 2, 128, 5);
+  q8g16.view.group = 16;  // 8 bits still runs other groups, on the byte kernel
+  ASSERT_TRUE(bind_kernels(q8g16.view));
+  EXPECT_STREQ(q8g16.view.kernels->for_tokens(1).name, "hwy quant");
   Owned odd = affine(4, 64, 2, 128, 2);
   odd.view.cols = 100;  // groups of 64 do not divide the row
   EXPECT_FALSE(bind_kernels(odd.view));

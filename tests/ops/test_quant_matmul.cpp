@@ -1,9 +1,9 @@
 // Fused quantized kernels against their scalar twin (dequant_row + dot) on random packed data:
-// MLX affine 4/8-bit at groups 32/64/128 with bf16/f16/f32 scales (negative scales included),
-// NVFP4 with e4m3 block scales and scale2, odd row counts, 1..9 tokens, row-strided views
-// (every other row, as a de-interleaved gate/up half is) and column slices. Also dequant_row
-// against hand-built values. The AVX512-BF16 4-bit kernel is tested on its own where the CPU has
-// it, and the portable kernels with it switched off.
+// MLX affine 4/8-bit (the byte kernel for 8) at groups 32/64/128 with bf16/f16/f32 scales (negative
+// scales included), NVFP4 with e4m3 block scales and scale2, odd row counts, 1..9 tokens,
+// row-strided views (every other row, as a de-interleaved gate/up half is) and column slices. Also
+// dequant_row against hand-built values. The AVX512-BF16 4-bit kernel is tested on its own where
+// the CPU has it, and the portable kernels with it switched off.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -312,7 +312,7 @@ TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
   }
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  // 8-bit keeps the fused kernels.
+  // 8-bit is not a 4-bit tile source (it has the word-lane tiles, test_affine_widths.cpp).
   EXPECT_FALSE(hwy_gemm_q4_supported(make_affine(3, 1024, 8, 64, DType::BF16, 1, rng).view));
 }
 
