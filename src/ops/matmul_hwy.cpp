@@ -454,7 +454,7 @@ void GemmRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int6
         return GemmT(x, n_tok, ldx, AffineWordTiles<5>{&w, &L}, K, r0, r1, y, ldy);
       case 6:
         return GemmT(x, n_tok, ldx, AffineWordTiles<6>{&w, &L}, K, r0, r1, y, ldy);
-      default:
+      default:  // 8 (hwy_gemm_affine_supported)
         return GemmT(x, n_tok, ldx, AffineWordTiles<8>{&w, &L}, K, r0, r1, y, ldy);
     }
   }
@@ -479,6 +479,8 @@ size_t GemmColumnBlock() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "inkling/status.h"
+
 namespace inkling {
 
 HWY_EXPORT(MatvecRows);
@@ -509,6 +511,8 @@ void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
 
 void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                    int64_t r1, float* y, int64_t ldy) {
+  INK_CHECK(w.format == WeightFormat::kDense || hwy_gemm_q4_supported(w) ||
+            hwy_gemm_affine_supported(w));
   HWY_DYNAMIC_DISPATCH(GemmRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 
