@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""MLX affine 4-bit (group 64) conversion of the Inkling-Small benchmark slice.
+"""MLX affine conversion (4-bit group 64 by default; --bits 1-6/8, --group-size 32/64/128) of the
+Inkling-Small benchmark slice.
 
 Reads the bf16 slice written by tools/make_bench_slice.py (original `model.llm.*` layout, OG
 config.json) shard by shard and writes the same model in the mlx-community "Inkling-Small-mlx-4bit"
@@ -16,12 +17,13 @@ fixture (the layout src/model/layouts.cpp sanitize() accepts):
                      mlp.shared_experts.{gate_proj,up_proj,down_proj}.{weight,scales,biases}  [S, ...]
                      (w13 rows are gate/up interleaved: gate = even rows, up = odd rows)
 
-Every quantized matrix [out, in] becomes weight U32 [.., out, in/8] (4-bit codes, low bits first),
-scales and biases BF16 [.., out, in/64], computed by mlx.core.quantize(bits=4, group_size=64) on
-the bf16 values (CPU). As in the fixture's recipe, "experts-only" means every MLP matrix (dense MLP,
-routed and shared experts) is quantized; attention, embed/unembed, norms, convs and the router stay
-BF16 (router bias/global scale F32). config.json = the slice's OG config plus
-`quantization` = `quantization_config` = {group_size: 64, bits: 4, mode: "affine",
+Every quantized matrix [out, in] becomes weight U32 [.., out, in*bits/32] (codes as one
+little-endian bit stream per row, as MLX packs every width), scales and biases BF16
+[.., out, in/group], computed by mlx.core.quantize(bits=bits, group_size=group) on the bf16 values
+(CPU). As in the fixture's recipe, "experts-only" means every MLP matrix (dense MLP, routed and
+shared experts) is quantized; attention, embed/unembed, norms, convs and the router stay BF16
+(router bias/global scale F32). config.json = the slice's OG config plus
+`quantization` = `quantization_config` = {group_size, bits, mode: "affine",
 recipe: "experts_only"} (the fixture writes no per-module overrides, so neither does this).
 
 Streaming: one output shard per input shard; each output file's header is computed first (shapes
@@ -30,7 +32,10 @@ matrix) is quantized on its own and written at its offset. Peak memory stays at 
 Input is read through numpy memmaps of the safetensors files.
 
     python tools/make_bench_slice_mlx.py          # models/inkling-small-slice-bf16 -> models/inkling-small-slice-mlx4
-    python tools/make_bench_slice_mlx.py --src DIR --out DIR [--force] [--check]
+    python tools/make_bench_slice_mlx.py --src DIR --out DIR [--bits B] [--group-size G] [--force] [--check]
+
+(The default output folder is models/inkling-small-slice-mlx{bits}, with a g{group} suffix when the
+group is not 64.)
 
 Never commit the output (models/ is gitignored). Needs numpy and mlx.
 """
@@ -49,7 +54,7 @@ import mlx.core as mx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-BITS, GROUP = 4, 64
+BITS, GROUP = 4, 64  # set from --bits / --group-size in main()
 ROW_BLOCK = 2048  # rows of a dense matrix quantized at a time
 
 NP_DTYPES = {"BF16": np.uint16, "F16": np.float16, "F32": np.float32, "U32": np.uint32}
@@ -228,13 +233,20 @@ def run_job(job, src: Shard, w: ShardWriter, stats: dict, check: bool):
                 stats["max_rel_err"] = max(stats["max_rel_err"], err)
 
 
+def unpack_codes(wq: np.ndarray, cols: int) -> np.ndarray:
+    """Codes of U32 rows read as one little-endian bit stream each (MLX's packing, every width)."""
+    stream = np.unpackbits(wq.astype("<u4").view(np.uint8).reshape(wq.shape[0], -1), axis=1, bitorder="little")
+    q = np.zeros((wq.shape[0], cols), np.uint32)
+    for b in range(BITS):
+        q |= stream[:, b::BITS][:, :cols].astype(np.uint32) << b
+    return q
+
+
 def check_rows(rows_u16: np.ndarray, q) -> float:
     """Max |deq - w| / max|w| over one block, dequantized in f32 the engine's way (s*q + b)."""
     wq, s, b = q
     w = (rows_u16.astype(np.uint32) << 16).view(np.float32)
-    per = 32 // BITS
-    codes = np.stack([(wq >> (BITS * j)) & ((1 << BITS) - 1) for j in range(per)], axis=-1)
-    codes = codes.reshape(wq.shape[0], -1).astype(np.float32)
+    codes = unpack_codes(wq, rows_u16.shape[1]).astype(np.float32)
     sf = np.repeat((s.astype(np.uint32) << 16).view(np.float32), GROUP, axis=-1)
     bf = np.repeat((b.astype(np.uint32) << 16).view(np.float32), GROUP, axis=-1)
     deq = (sf * codes).astype(np.float32) + bf
@@ -244,10 +256,16 @@ def check_rows(rows_u16: np.ndarray, q) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", type=Path, default=ROOT / "models" / "inkling-small-slice-bf16")
-    ap.add_argument("--out", type=Path, default=ROOT / "models" / "inkling-small-slice-mlx4")
+    ap.add_argument("--out", type=Path, default=None, help="default: models/inkling-small-slice-mlx{bits}[g{group}]")
+    ap.add_argument("--bits", type=int, default=4, choices=(1, 2, 3, 4, 5, 6, 8), help="code width (MLX affine)")
+    ap.add_argument("--group-size", type=int, default=64, choices=(32, 64, 128), help="columns per scale/bias")
     ap.add_argument("--force", action="store_true", help="overwrite an existing output folder")
     ap.add_argument("--check", action="store_true", help="dequantize the first block of every matrix and report the error")
     a = ap.parse_args(argv)
+    global BITS, GROUP
+    BITS, GROUP = a.bits, a.group_size
+    if a.out is None:
+        a.out = ROOT / "models" / (f"inkling-small-slice-mlx{BITS}" + ("" if GROUP == 64 else f"g{GROUP}"))
     mx.set_default_device(mx.cpu)
 
     index = json.loads((a.src / "model.safetensors.index.json").read_text())

@@ -9,6 +9,12 @@ with tools/make_fixtures.py's own helpers, then written in three published layou
                          (mlp.experts.{gate,up,down}_proj.*) and shared experts
                          (mlp.shared_experts.*, [S, ...]) MLX affine 4-bit, group 64, BF16 scales.
                          Quantized with mlx.core.quantize, saved with mlx.core.save_safetensors.
+    quant_mlx{2,3,5,6,8}/model  the same layout and recipe at the other MLX widths, groups varied
+                         (MLX_WIDTHS below): 2-bit g32, 3-bit g64 with everything quantized
+                         (attention q/k/v/r/o, embed g128 by override, unembed), 5-bit g128 (the
+                         routed/shared down projections, 64 columns wide, g32 by override), 6-bit
+                         g32, 8-bit g128 (downs g64 by override). Codes of widths that do not
+                         divide 32 straddle u32 words (one little-endian bit stream per row).
     quant_mlxvlm/model   mlx-vlm's own names (language_model.model.*), everything quantized incl.
                          embedding and lm_head: default 4-bit group 32 (F16 scales) plus per-module
                          overrides (8-bit g64 lm_head, 8-bit g128 embed_tokens, 8-bit g128 dense
@@ -85,11 +91,16 @@ def to_mx(t: torch.Tensor, dtype) -> mx.array:
 
 
 def np_affine_decode(wq: np.ndarray, scales: np.ndarray, biases: np.ndarray, bits: int, group: int):
-    """Independent decode: unpack low bits first, w = s * q + b in f32 (two roundings)."""
-    per = 32 // bits
-    words = wq.astype(np.uint32)
-    q = np.stack([(words >> (bits * j)) & ((1 << bits) - 1) for j in range(per)], axis=-1)
-    q = q.reshape(*wq.shape[:-1], wq.shape[-1] * per).astype(np.float32)
+    """Independent decode: each row one little-endian bit stream (element c at bits [c*bits,
+    (c+1)*bits), MLX's packing for every width), w = s * q + b in f32 (two roundings)."""
+    words = np.ascontiguousarray(wq.astype("<u4"))
+    lead, nw = words.shape[:-1], words.shape[-1]
+    cols = nw * 32 // bits
+    stream = np.unpackbits(words.reshape(-1, nw).view(np.uint8), axis=1, bitorder="little")
+    q = np.zeros((stream.shape[0], cols), np.uint32)
+    for b in range(bits):
+        q |= stream[:, b::bits][:, :cols].astype(np.uint32) << b
+    q = q.reshape(*lead, cols).astype(np.float32)
     s = np.repeat(scales.astype(np.float32), group, axis=-1)
     b = np.repeat(biases.astype(np.float32), group, axis=-1)
     return (s * q).astype(np.float32) + b
@@ -110,8 +121,32 @@ class Affine:
         out[stem + ".weight"], out[stem + ".scales"], out[stem + ".biases"] = self.wq, self.scales, self.biases
 
 
-def mlx4_files(sd: dict, cfg):
-    """mlx-community naming, experts-only recipe. Returns (tensors, dequantized HF state dict)."""
+# MLX widths in the mlx-community layout: (bits, group, quantize attention/embed/unembed too,
+# per-module overrides {module path (og name without .weight): (bits, group)} (as callables of the
+# config, since they name layers)).
+def _downs(cfg, bits, group):
+    out = {}
+    for i, t in enumerate(cfg.mlp_layer_types):
+        if t == "sparse":
+            for m in ("experts", "shared_experts"):
+                out[f"model.llm.layers.{i}.mlp.{m}.down_proj"] = (bits, group)
+    return out
+
+
+MLX_WIDTHS = {
+    "quant_mlx4": (4, 64, False, lambda cfg: {}),
+    "quant_mlx2": (2, 32, False, lambda cfg: {}),
+    "quant_mlx3": (3, 64, True, lambda cfg: {"model.llm.embed": (3, 128)}),
+    "quant_mlx5": (5, 128, False, lambda cfg: _downs(cfg, 5, 32)),
+    "quant_mlx6": (6, 32, False, lambda cfg: {}),
+    "quant_mlx8": (8, 128, False, lambda cfg: _downs(cfg, 8, 64)),
+}
+_ATTN = (("q_proj", "wq_du"), ("k_proj", "wk_dv"), ("v_proj", "wv_dv"), ("r_proj", "wr_du"), ("o_proj", "wo_ud"))
+
+
+def mlx_files(sd: dict, cfg, bits: int, group: int, everything: bool, overrides: dict):
+    """mlx-community naming, experts-only recipe (everything=True: attention, embed and unembed
+    quantized too). Returns (tensors, dequantized HF state dict)."""
     og = mf.hf_to_og(sd, cfg, bf16=True)  # bf16 everywhere except router bias / global scale
     deq = {k: v.detach().clone().float() for k, v in sd.items()}
     out = {}
@@ -122,31 +157,38 @@ def mlx4_files(sd: dict, cfg):
     for k in deq:
         if not mf.keep_f32_in_og(k):
             deq[k] = mf.bf16_round(deq[k])
+
+    def q(stem: str, w: torch.Tensor) -> torch.Tensor:
+        b, g = overrides.get(stem, (bits, group))
+        a = Affine(w, b, g, mx.bfloat16)
+        a.put(out, stem)
+        return torch.from_numpy(a.deq)
+
     I = cfg.moe_intermediate_size
+    if everything:
+        del out["model.llm.embed.weight"], out["model.llm.unembed.weight"]
+        deq["model.embed_tokens.weight"] = q("model.llm.embed", sd["model.embed_tokens.weight"])
+        deq["lm_head.weight"] = q("model.llm.unembed", sd["lm_head.weight"])
     for i in range(cfg.num_hidden_layers):
-        p, q = f"model.layers.{i}.", f"model.llm.layers.{i}."
+        p, o = f"model.layers.{i}.", f"model.llm.layers.{i}."
+        if everything:
+            for hf, ogn in _ATTN:
+                del out[o + f"attn.{ogn}.weight"]
+                deq[p + f"self_attn.{hf}.weight"] = q(o + f"attn.{ogn}", sd[p + f"self_attn.{hf}.weight"])
         if cfg.mlp_layer_types[i] == "dense":
-            del out[q + "mlp.w13_dn.weight"], out[q + "mlp.w2_md.weight"]
+            del out[o + "mlp.w13_dn.weight"], out[o + "mlp.w2_md.weight"]
             for name in ("gate_proj", "up_proj", "down_proj"):
-                a = Affine(sd[p + f"mlp.{name}.weight"], 4, 64, mx.bfloat16)
-                a.put(out, q + f"mlp.{name}")
-                deq[p + f"mlp.{name}.weight"] = torch.from_numpy(a.deq)
+                deq[p + f"mlp.{name}.weight"] = q(o + f"mlp.{name}", sd[p + f"mlp.{name}.weight"])
             continue
-        del out[q + "mlp.experts.w13_weight"], out[q + "mlp.experts.w2_weight"]
-        del out[q + "mlp.shared_experts.shared_w13_weight"], out[q + "mlp.shared_experts.shared_w2_weight"]
+        del out[o + "mlp.experts.w13_weight"], out[o + "mlp.experts.w2_weight"]
+        del out[o + "mlp.shared_experts.shared_w13_weight"], out[o + "mlp.shared_experts.shared_w2_weight"]
         gu = sd[p + "mlp.experts.gate_up_proj"]
         parts = {"gate_proj": gu[:, :I], "up_proj": gu[:, I:], "down_proj": sd[p + "mlp.experts.down_proj"]}
-        dq = {}
-        for name, w in parts.items():
-            a = Affine(w, 4, 64, mx.bfloat16)
-            a.put(out, q + f"mlp.experts.{name}")
-            dq[name] = torch.from_numpy(a.deq)
+        dq = {name: q(o + f"mlp.experts.{name}", w) for name, w in parts.items()}
         deq[p + "mlp.experts.gate_up_proj"] = torch.cat([dq["gate_proj"], dq["up_proj"]], dim=1)
         deq[p + "mlp.experts.down_proj"] = dq["down_proj"]
         for name in ("gate_proj", "up_proj", "down_proj"):
-            a = Affine(sd[p + f"mlp.shared_experts.{name}"], 4, 64, mx.bfloat16)
-            a.put(out, q + f"mlp.shared_experts.{name}")
-            deq[p + f"mlp.shared_experts.{name}"] = torch.from_numpy(a.deq)
+            deq[p + f"mlp.shared_experts.{name}"] = q(o + f"mlp.shared_experts.{name}", sd[p + f"mlp.shared_experts.{name}"])
     # conv weights already in MLX layout [C, K, 1]
     for k in list(out):
         if k.endswith("sconv.weight"):
@@ -362,8 +404,9 @@ def make(name: str, seed0: int, log):
         seed = seed0 + t
         model = mf.build_model(QCFG, seed, bf16=False)
         cfg, sd = model.config, {k: v.detach().clone() for k, v in model.state_dict().items()}
-        if name == "quant_mlx4":
-            tensors, deq = mlx4_files(sd, cfg)
+        if name in MLX_WIDTHS:
+            bits, group, everything, ov = MLX_WIDTHS[name]
+            tensors, deq = mlx_files(sd, cfg, bits, group, everything, ov(cfg))
         elif name == "quant_mlxvlm":
             tensors, deq, quant = mlxvlm_files(sd, cfg)
         else:
@@ -383,14 +426,24 @@ def make(name: str, seed0: int, log):
     info["quantization_logit_shift_max_abs"] = float((f32 - logits).abs().max())
     log(f"[{name}] seed {seed}: {info}")
     L = "model.layers."
-    if name == "quant_mlx4":
+    if name in MLX_WIDTHS:
+        bits, group, everything, ov = MLX_WIDTHS[name]
         picks = [("layers.1.routed.5.gate", L + "1.mlp.experts.gate_up_proj", [5], [0, 1, 63]),
                  ("layers.1.routed.5.up", L + "1.mlp.experts.gate_up_proj", [5], [0, 1, 63]),
                  ("layers.3.routed.7.down", L + "3.mlp.experts.down_proj", [7], [0, 50, 127]),
                  ("layers.0.dense.down", L + "0.mlp.down_proj.weight", [], [0, 127]),
                  ("layers.2.shared.1.down", L + "2.mlp.shared_experts.down_proj", [1], [3, 100])]
+        if everything:
+            picks += [("embed", "model.embed_tokens.weight", [], [0, 7, 383]),
+                      ("lm_head", "lm_head.weight", [], [1, 200]),
+                      ("layers.1.q", L + "1.self_attn.q_proj.weight", [], [0, 127]),
+                      ("layers.1.k", L + "1.self_attn.k_proj.weight", [], [0, 63]),
+                      ("layers.3.r", L + "3.self_attn.r_proj.weight", [], [0, 15]),
+                      ("layers.0.o", L + "0.self_attn.o_proj.weight", [], [0, 5])]
         writer = lambda path: mx.save_safetensors(str(path), tensors, metadata={"format": "mlx"})  # noqa: E731
-        qd = {"group_size": 64, "bits": 4, "mode": "affine", "recipe": "experts_only"}
+        qd = {"group_size": group, "bits": bits, "mode": "affine", "recipe": "all" if everything else "experts_only"}
+        for module, (b, g) in ov(cfg).items():
+            qd[module] = {"group_size": g, "bits": b}
         extra = lambda c: {"config.json": dict(c, quantization=qd, quantization_config=qd)}  # noqa: E731
     elif name == "quant_mlxvlm":
         picks = [("embed", "model.embed_tokens.weight", [], [0, 7, 383]),
@@ -414,7 +467,8 @@ def make(name: str, seed0: int, log):
     write(name, writer, cfg, prompt, logits, gen, steps, margins, info, dequant_samples(deq, picks), extra)
 
 
-FIXTURES = {"quant_mlx4": 7000, "quant_mlxvlm": 7100, "quant_nvfp4": 7200}
+FIXTURES = {"quant_mlx4": 7000, "quant_mlxvlm": 7100, "quant_nvfp4": 7200, "quant_mlx2": 7300,
+            "quant_mlx3": 7400, "quant_mlx5": 7500, "quant_mlx6": 7600, "quant_mlx8": 7700}
 
 
 def main(argv=None):

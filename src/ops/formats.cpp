@@ -11,6 +11,8 @@
 #include "ops/dense_scalar.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
+#include "ops/quant_affine_bf16dot.h"
+#include "ops/quant_affine_words.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
 
@@ -26,6 +28,8 @@ constexpr Kernel kScalarWiden{"scalar widen", dense_widen_rows};
 constexpr Kernel kHwyQuant{"hwy quant", quant_matmul_rows};
 constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
 constexpr Kernel kBf16DotQ4{"avx512-bf16 q4", q4_bf16dot_rows};
+constexpr Kernel kHwyAffineWords{"hwy affine words", affine_words_rows};
+constexpr Kernel kBf16DotAffine{"avx512-bf16 affine", affine_bf16dot_rows};
 
 // Affine 4-bit, 2..7 tokens with AVX512-BF16: pairs of tokens in the bf16-dot kernel, 3+ in the
 // Highway kernel (as fast there, and it needs no prepared x).
@@ -37,6 +41,31 @@ void affine4_few_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
     quant_matmul_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 constexpr Kernel kAffine4Few{"avx512-bf16 q4 (2 tokens) / hwy quant", affine4_few_rows};
+
+// Other affine widths, 2..7 tokens with AVX512-BF16 + VBMI: the same split.
+void affine_words_few_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  if (n_tok <= 2)
+    affine_bf16dot_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+  else
+    affine_words_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+constexpr Kernel kAffineWordsFew{"avx512-bf16 affine (2 tokens) / hwy affine words",
+                                 affine_words_few_rows};
+
+// Affine widths other than 4, 8+ tokens: below 32 tokens the word-lane kernel (a pass over the
+// rows per 4 tokens) measured 1.3-2.5x faster than the gemm, whose tile dequantization is paid
+// for by few tokens only (Zen 4, codes in DRAM and in cache, 3 and 8 bits); from 32 the gemm.
+constexpr int64_t kAffineGemmMinTokens = 32;
+void affine_words_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                            int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  if (n_tok < kAffineGemmMinTokens)
+    affine_words_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+  else
+    hwy_gemm_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+constexpr Kernel kAffineWordsGemm{"hwy affine words (8-31 tokens) / hwy gemm affine",
+                                  affine_words_gemm_rows};
 
 // --- dense ---------------------------------------------------------------------------------
 
@@ -94,7 +123,14 @@ constexpr KernelSet kAffine4[2][2] = {
      {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, affine_dequant_row}},
     {{{kBf16DotQ4, kAffine4Few, kHwyQuant}, affine_dequant_row},
      {{kBf16DotQ4, kAffine4Few, kHwyGemmQ4}, affine_dequant_row}}};
+// 8-bit with a group the word-lane kernels do not take (other than 32, 64, 128).
 constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row};
+// Every other MLX width (1, 2, 3, 5, 6, 8 bits): the word-lane kernels, the gemm on tiles
+// dequantized once for 32+ tokens; 1-6 bits with AVX512-BF16 + VBMI: that kernel for 1-2 tokens
+// (8-bit codes are not bf16 numbers once offset, so 8 bits keeps the word-lane kernel).
+constexpr KernelSet kAffineWords[2] = {
+    {{kHwyAffineWords, kHwyAffineWords, kAffineWordsGemm}, affine_dequant_row},
+    {{kBf16DotAffine, kAffineWordsFew, kAffineWordsGemm}, affine_dequant_row}};
 constexpr KernelSet kNvfp4[2][2] = {{{{kHwyQuant, kHwyQuant, kHwyQuant}, nvfp4_dequant_row},
                                      {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, nvfp4_dequant_row}},
                                     {{{kBf16DotQ4, kBf16DotQ4, kHwyQuant}, nvfp4_dequant_row},
@@ -110,8 +146,16 @@ const KernelSet* select_affine4(const MatView& w) {
   if (!groups_fit(w)) return nullptr;
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
+const KernelSet* select_affine_words(const MatView& w);
 const KernelSet* select_affine8(const MatView& w) {
+  if (affine_words_supported(w)) return select_affine_words(w);
   return groups_fit(w) ? &kAffine8 : nullptr;
+}
+const KernelSet* select_affine_words(const MatView& w) {
+  if (!affine_words_supported(w) || !hwy_gemm_affine_supported(w)) return nullptr;
+  const bool bf16 =
+      q4_bf16dot_enabled() && affine_bf16dot_available() && affine_bf16dot_handles(w, 1);
+  return &kAffineWords[bf16];
 }
 const KernelSet* select_nvfp4(const MatView& w) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
@@ -126,6 +170,16 @@ const FormatEntry kFormats[] = {
      select_dense_scalar},
     {"affine q4", WeightFormat::kAffine, is_affine<4>, quant_bytes, affine_label, select_affine4},
     {"affine q8", WeightFormat::kAffine, is_affine<8>, quant_bytes, affine_label, select_affine8},
+    {"affine q1", WeightFormat::kAffine, is_affine<1>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q2", WeightFormat::kAffine, is_affine<2>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q3", WeightFormat::kAffine, is_affine<3>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q5", WeightFormat::kAffine, is_affine<5>, quant_bytes, affine_label,
+     select_affine_words},
+    {"affine q6", WeightFormat::kAffine, is_affine<6>, quant_bytes, affine_label,
+     select_affine_words},
     {"nvfp4", WeightFormat::kNvfp4, is_nvfp4, quant_bytes, nvfp4_label, select_nvfp4},
 };
 

@@ -12,7 +12,10 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "ops/affine_words-inl.h"
 #include "ops/e2m1-inl.h"
+
+#include "ops/affine_words.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace inkling {
@@ -234,6 +237,7 @@ template <typename WT>
 struct DenseTiles {  // f32 rows used in place; bf16 widened once per tile
   const WT* w;
   int64_t ld;
+  int64_t step() const { return kKc; }
   int64_t col(int64_t k) const { return k; }
   const uint8_t* run(int64_t r, int64_t k0) const {
     return reinterpret_cast<const uint8_t*>(w + r * ld + k0);
@@ -260,6 +264,7 @@ struct DenseTiles {  // f32 rows used in place; bf16 widened once per tile
 struct Affine4Tiles {
   const inkling::MatView* w;
   int64_t N;
+  int64_t step() const { return kKc; }
   int64_t col(int64_t k) const {
     const int64_t b = k / (8 * N) * (8 * N), j = (k - b) / N, l = (k - b) % N;
     return b + 8 * l + j;
@@ -302,7 +307,79 @@ struct Affine4Tiles {
         for (int j = 0; j < 8; ++j) {
           const auto q = hn::And(hn::ShiftRightSame(cw, 4 * j), m15);
           const VF qf = hn::ConvertTo(df, hn::BitCast(di, q));
-          hn::StoreU(hn::MulAdd(qf, vs, vb), df, dst + v + j * N);
+          hn::StoreU(hn::Add(hn::Mul(qf, vs), vb), df, dst + v + j * N);  // 2 roundings
+        }
+      }
+    }
+    *ldw = kc;
+    return buf;
+  }
+};
+
+// MLX affine rows of any other width (1, 2, 3, 5, 6, 8 bits) dequantized once per tile, s * q + b
+// rounded as dequant_row() rounds it, in the word-lane layout of ops/affine_words.h with vectors
+// of up to 8 lanes: each 256 columns (8 chunks of 32) become 8 * bits * steps packed columns, the
+// layout's empty slots included (their x is zero, so their values do not matter).
+template <int kBits>
+struct AffineWordTiles {
+  using D8 = hn::CappedTag<float, 8>;
+  const inkling::MatView* w;
+  const AffineWordLayout* L;  // for Lanes(D8())
+  int64_t step() const { return 256 / (32 * L->lanes) * L->slots; }
+  int64_t col(int64_t k) const {
+    const int32_t c = L->column[size_t(k % L->slots)];
+    const int64_t col = k / L->slots * 32 * L->lanes + c;
+    return c < 0 || col >= w->cols ? -1 : col;
+  }
+  int64_t block_bytes() const { return int64_t(kBits) * L->lanes * 4; }
+  const uint8_t* run(int64_t r, int64_t k0) const {
+    return w->row(r) + k0 / L->slots * block_bytes();
+  }
+  int64_t run_bytes(int64_t kc) const { return kc / L->slots * block_bytes(); }
+  const float* tile(DF, int64_t r, int nr, int64_t k0, int64_t kc, float* buf, int64_t* ldw) const {
+    constexpr int S = affine_words::Steps(kBits);
+    const D8 d8;
+    const hn::RebindToUnsigned<D8> du;
+    const int64_t N = int64_t(hn::Lanes(d8)), bw = kBits * N, per = 32 * N;
+    const int64_t row_words = w->cols * kBits / 32;
+    const size_t ssz = dtype_size(w->scale_dtype);
+    alignas(32) float sc[8][hn::MaxLanes(d8)], bi[8][hn::MaxLanes(d8)];
+    alignas(32) uint32_t tail[8 * 8 + 8];
+    for (int i = 0; i < nr; ++i) {
+      const int64_t row = r + i;
+      const uint32_t* words = reinterpret_cast<const uint32_t*>(w->row(row));
+      const uint8_t* srow = w->scales + size_t(row * w->scale_stride) * ssz;
+      const uint8_t* brow = w->biases + size_t(row * w->scale_stride) * ssz;
+      float* dst = buf + i * kc;
+      for (int64_t b = k0 / L->slots; b < (k0 + kc) / L->slots; ++b, dst += L->slots) {
+        const int64_t w0 = b * bw;
+        const uint32_t* src = words + w0;
+        // Partial block, or the view's last row (straddling steps read one word further on): a
+        // zero-padded copy.
+        if (w0 + bw >= row_words && (w0 + bw > row_words || row == w->rows - 1)) {
+          std::memset(tail, 0, sizeof(tail));
+          std::memcpy(tail, src, size_t(std::min(bw, row_words - w0)) * 4);
+          src = tail;
+        }
+        for (int vi = 0; vi < kBits; ++vi)
+          for (int64_t k = 0; k < N; ++k) {  // lane k: its chunk's group
+            const int64_t c = b * per + 32 * L->chunk[size_t(vi * N + k)];
+            const size_t g = size_t(std::min(c, w->cols - 1) / w->group);
+            sc[vi][k] = load_as_f32(w->scale_dtype, srow, g);
+            bi[vi][k] = load_as_f32(w->scale_dtype, brow, g);
+          }
+        for (int vi = 0; vi < kBits; ++vi) {
+          const auto cw = hn::LoadU(du, src + vi * N);
+          const auto cn = 32 % kBits == 0 ? cw : hn::LoadU(du, src + vi * N + 1);
+          const auto vs = hn::Load(d8, sc[vi]), vb = hn::Load(d8, bi[vi]);
+          const uint32_t* shv = L->shift.data() + vi * S * N;
+          float* out = dst + vi * S * N;
+          affine_words::Unroll(std::make_integer_sequence<int, S>(), [&](auto jc) HWY_ATTR {
+            constexpr int J = decltype(jc)::value;
+            const auto sh = 32 % kBits == 0 ? hn::Zero(du) : hn::LoadU(du, shv + J * N);
+            const auto qf = affine_words::CodesF<kBits, J>(d8, cw, cn, sh);
+            hn::StoreU(hn::Add(hn::Mul(qf, vs), vb), d8, out + J * N);  // 2 roundings
+          });
         }
       }
     }
@@ -320,7 +397,8 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
   thread_local std::vector<float> xt, ct, wt;
   if (xt.size() < size_t(K * Tp)) xt.resize(size_t(K * Tp));
   if (ct.size() < size_t(nrows * Tp)) ct.resize(size_t(nrows * Tp));
-  if (wt.size() < size_t(kNR * kKc)) wt.resize(size_t(kNR * kKc));
+  const int64_t kstep = src.step();  // packed columns per weight tile
+  if (wt.size() < size_t(kNR * kstep)) wt.resize(size_t(kNR * kstep));
   // x^T: [K, Tp] in the source's column order, zero-padded tokens; 8 tokens at a time keeps the
   // writes contiguous.
   // (Tp is a multiple of the lane count only: with 4 lanes the last group may be narrower than 8.)
@@ -328,21 +406,21 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
     const int64_t tn = std::min<int64_t>(8, n_tok - t0), tw = std::min<int64_t>(8, Tp - t0);
     for (int64_t k = 0; k < K; ++k) {
       float* dst = xt.data() + k * Tp + t0;
-      const int64_t c = src.col(k);
-      for (int64_t i = 0; i < tw; ++i) dst[i] = i < tn ? x[(t0 + i) * ldx + c] : 0.f;
+      const int64_t c = src.col(k);  // -1: an empty slot of the source's packing
+      for (int64_t i = 0; i < tw; ++i) dst[i] = i < tn && c >= 0 ? x[(t0 + i) * ldx + c] : 0.f;
     }
   }
-  for (int64_t k0 = 0; k0 < K; k0 += kKc) {
-    const int64_t kc = std::min(kKc, K - k0);
+  for (int64_t k0 = 0; k0 < K; k0 += kstep) {
+    const int64_t kc = std::min(kstep, K - k0);
     for (int64_t rr = 0; rr < nrows; rr += kNR) {
       const int nr = int(std::min<int64_t>(kNR, nrows - rr));
       // Each tile is kc columns of rows ld apart: short runs the hardware prefetcher does not
       // follow. Request the next group's runs now; the micro-kernel below hides their latency.
-      const int64_t rn = rr + kNR < nrows ? rr + kNR : (k0 + kKc < K ? 0 : nrows);
-      const int64_t kn = rr + kNR < nrows ? k0 : k0 + kKc;
+      const int64_t rn = rr + kNR < nrows ? rr + kNR : (k0 + kstep < K ? 0 : nrows);
+      const int64_t kn = rr + kNR < nrows ? k0 : k0 + kstep;
       for (int64_t j = rn; j < std::min<int64_t>(rn + kNR, nrows); ++j) {
         const uint8_t* run = src.run(r0 + j, kn);
-        for (int64_t b = 0; b < src.run_bytes(std::min(kKc, K - kn)); b += 64)
+        for (int64_t b = 0; b < src.run_bytes(std::min(kstep, K - kn)); b += 64)
           hwy::Prefetch(run + b);
       }
       int64_t ldw = 0;
@@ -361,6 +439,25 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
 
 void GemmRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
               float* y, int64_t ldy) {
+  if (w.format == inkling::WeightFormat::kAffine && w.bits != 4) {
+    const AffineWordLayout& L =
+        affine_word_layout(w.bits, int(hn::Lanes(hn::CappedTag<float, 8>())));
+    const int64_t K = affine_words_packed_cols(L, w.cols);
+    switch (w.bits) {
+      case 1:
+        return GemmT(x, n_tok, ldx, AffineWordTiles<1>{&w, &L}, K, r0, r1, y, ldy);
+      case 2:
+        return GemmT(x, n_tok, ldx, AffineWordTiles<2>{&w, &L}, K, r0, r1, y, ldy);
+      case 3:
+        return GemmT(x, n_tok, ldx, AffineWordTiles<3>{&w, &L}, K, r0, r1, y, ldy);
+      case 5:
+        return GemmT(x, n_tok, ldx, AffineWordTiles<5>{&w, &L}, K, r0, r1, y, ldy);
+      case 6:
+        return GemmT(x, n_tok, ldx, AffineWordTiles<6>{&w, &L}, K, r0, r1, y, ldy);
+      default:  // 8 (hwy_gemm_affine_supported)
+        return GemmT(x, n_tok, ldx, AffineWordTiles<8>{&w, &L}, K, r0, r1, y, ldy);
+    }
+  }
   if (w.format != inkling::WeightFormat::kDense) {
     const Affine4Tiles src{&w, int64_t(hn::Lanes(DF()))};
     GemmT(x, n_tok, ldx, src, w.cols, r0, r1, y, ldy);
@@ -382,6 +479,8 @@ size_t GemmColumnBlock() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "inkling/status.h"
+
 namespace inkling {
 
 HWY_EXPORT(MatvecRows);
@@ -390,6 +489,12 @@ HWY_EXPORT(GemmColumnBlock);
 
 bool hwy_dense_supported(DType t) {
   return t == DType::F32 || t == DType::BF16;
+}
+
+bool hwy_gemm_affine_supported(const MatView& w) {
+  const bool width = w.bits >= 1 && w.bits <= 8 && w.bits != 4 && w.bits != 7;
+  return w.format == WeightFormat::kAffine && width &&
+         (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0;
 }
 
 bool hwy_gemm_q4_supported(const MatView& w) {
@@ -406,6 +511,8 @@ void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
 
 void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                    int64_t r1, float* y, int64_t ldy) {
+  INK_CHECK(w.format == WeightFormat::kDense || hwy_gemm_q4_supported(w) ||
+            hwy_gemm_affine_supported(w));
   HWY_DYNAMIC_DISPATCH(GemmRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 

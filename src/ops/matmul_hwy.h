@@ -21,15 +21,20 @@ constexpr int64_t kGemmTileColumns = 256;
 // by every token.
 bool hwy_gemm_q4_supported(const MatView& w);
 
+// True when hwy_gemm_rows takes this MLX affine view of another width (1, 2, 3, 5, 6 or 8 bits,
+// group 32, 64 or 128): tiles dequantized once in the word-lane layout of ops/affine_words.h.
+bool hwy_gemm_affine_supported(const MatView& w);
+
 // y[t * ldy + r] = x[t] . W[r] for r in [r0, r1): 4 rows at a time share each x load; rows are
 // streamed once per token (best for n_tok of 1..7: decode and small expert groups).
 void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                      int64_t r1, float* y, int64_t ldy);
 
 // Same product, cache-blocked for many tokens: x is transposed once into [K, T] panels, each
-// (rows x 256 columns) weight tile is widened (bf16) or dequantized (4-bit, when
-// hwy_gemm_q4_supported) once and reused by every token, and a register-
-// blocked micro-kernel (8 rows x 2 vectors of tokens on AVX-512) accumulates in f32.
+// (rows x 256 columns) weight tile is widened (bf16) or dequantized (4-bit when
+// hwy_gemm_q4_supported, other affine widths when hwy_gemm_affine_supported) once and reused by
+// every token, and a register-blocked micro-kernel (8 rows x 2 vectors of tokens on AVX-512)
+// accumulates in f32.
 void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                    int64_t r1, float* y, int64_t ldy);
 

@@ -20,18 +20,26 @@ void dequant_row(const MatView& w, int64_t r, float* out) {
 }
 
 void affine_dequant_row(const MatView& w, int64_t r, float* out) {
+  // MLX packs a row as one little-endian bit stream: element c is bits [c * bits, (c + 1) * bits)
+  // of the row, so with bits not dividing 32 (3, 5, 6) a code may straddle two u32 words.
   const uint8_t* codes = w.row(r);
   const int64_t srow = r * w.scale_stride;
   const uint32_t mask = (1u << w.bits) - 1u;
-  const int per_word = 32 / w.bits;
+  auto word = [&](int64_t i) {
+    uint32_t v;
+    std::memcpy(&v, codes + size_t(i) * 4, 4);
+    return v;
+  };
   for (int64_t c = 0; c < w.cols; ++c) {
-    uint32_t word;
-    std::memcpy(&word, codes + size_t(c / per_word) * 4, 4);
-    const uint32_t q = (word >> (w.bits * (c % per_word))) & mask;
+    const int64_t bit = c * w.bits, i = bit / 32;
+    const int sh = int(bit % 32);
+    uint32_t v = word(i) >> sh;
+    if (sh + w.bits > 32) v |= word(i + 1) << (32 - sh);  // the straddling code's high bits
+    const uint32_t q = v & mask;
     const size_t g = size_t(srow + c / w.group);
     const float s = load_as_f32(w.scale_dtype, w.scales, g),
                 b = load_as_f32(w.scale_dtype, w.biases, g);
-    out[c] = s * float(q) + b;
+    out[c] = s * float(q) + b;  // two roundings, as mx.dequantize on f32 scales and biases
   }
 }
 

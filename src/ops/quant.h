@@ -15,7 +15,9 @@ float e2m1_to_f32(uint8_t code);
 // holds for w. Dense: the stored elements as f32 (ops/dense_scalar.h).
 void dequant_row(const MatView& w, int64_t r, float* out);
 
-// Affine: scale * q + bias (f32 arithmetic on the stored scale/bias).
+// Affine, any width 1..8: q = bits [c * bits, (c + 1) * bits) of the row's little-endian bit
+// stream (MLX's packing for every width), w = scale * q + bias in f32 on the stored scale and bias
+// upcast, rounded after the product and after the sum (mx.dequantize on f32 scales and biases).
 void affine_dequant_row(const MatView& w, int64_t r, float* out);
 // NVFP4: e2m1 * (f32(e4m3 scale) * scale2), the block factor rounded once, as ModelOpt's
 // dequantize associates it.

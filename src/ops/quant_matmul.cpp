@@ -385,7 +385,8 @@ HWY_EXPORT(QuantMatmulRows);
 
 void quant_matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                        int64_t r1, float* y, int64_t ldy) {
-  INK_CHECK(w.format == WeightFormat::kAffine || w.format == WeightFormat::kNvfp4);
+  INK_CHECK(w.format == WeightFormat::kNvfp4 ||
+            (w.format == WeightFormat::kAffine && (w.bits == 4 || w.bits == 8)));
   HWY_DYNAMIC_DISPATCH(QuantMatmulRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 

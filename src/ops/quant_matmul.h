@@ -10,7 +10,8 @@
 namespace inkling {
 
 // y[t * ldy + r] = sum_c x[t * ldx + c] * W[r, c] for t < n_tok and rows r in [r0, r1) of a
-// kAffine or kNvfp4 view. Single-threaded (matmul() splits rows over the pool).
+// 4- or 8-bit kAffine view or a kNvfp4 view (other widths: ops/quant_affine_words.h).
+// Single-threaded (matmul() splits rows over the pool).
 void quant_matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                        int64_t r1, float* y, int64_t ldy);
 

@@ -21,7 +21,11 @@ using testing::fixture_dir;
 using testing::json_ids;
 using testing::read_json;
 
-const std::vector<std::string> kFixtures = {"quant_mlx4", "quant_mlxvlm", "quant_nvfp4"};
+// quant_mlx{2,3,5,6,8}: the mlx4 layout at MLX's other widths (3 with attention, embedding and
+// head quantized too); see tools/make_quant_fixtures.py.
+const std::vector<std::string> kFixtures = {"quant_mlx4", "quant_mlxvlm", "quant_nvfp4",
+                                            "quant_mlx2", "quant_mlx3",   "quant_mlx5",
+                                            "quant_mlx6", "quant_mlx8"};
 
 class QuantParity : public ::testing::TestWithParam<std::string> {
  protected:

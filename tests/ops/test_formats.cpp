@@ -15,6 +15,7 @@
 #include "ops/matmul.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
+#include "ops/quant_affine_bf16dot.h"
 #include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
@@ -86,10 +87,13 @@ Owned nvfp4(int64_t rows, int64_t cols, uint32_t seed) {
 TEST(Formats, EveryViewHasExactlyOneEntry) {
   std::set<std::string> names;
   for (const FormatEntry& f : weight_formats()) EXPECT_TRUE(names.insert(f.name).second) << f.name;
-  const std::vector<Owned> views = {dense(DType::F32, 3, 64, 1), dense(DType::BF16, 3, 64, 2),
-                                    dense(DType::F16, 3, 64, 3), affine(4, 64, 3, 128, 4),
-                                    affine(8, 32, 3, 128, 5),    nvfp4(3, 64, 6)};
-  const char* expect[] = {"F32", "BF16", "F16", "affine q4", "affine q8", "nvfp4"};
+  const std::vector<Owned> views = {
+      dense(DType::F32, 3, 64, 1), dense(DType::BF16, 3, 64, 2), dense(DType::F16, 3, 64, 3),
+      affine(4, 64, 3, 128, 4),    affine(8, 32, 3, 128, 5),     nvfp4(3, 64, 6),
+      affine(1, 32, 3, 128, 7),    affine(2, 64, 3, 128, 8),     affine(3, 128, 3, 128, 9),
+      affine(5, 32, 3, 128, 10),   affine(6, 64, 3, 128, 11)};
+  const char* expect[] = {"F32",       "BF16",      "F16",       "affine q4", "affine q8", "nvfp4",
+                          "affine q1", "affine q2", "affine q3", "affine q5", "affine q6"};
   for (size_t i = 0; i < views.size(); ++i) {
     int matches = 0;
     for (const FormatEntry& f : weight_formats()) matches += f.matches(views[i].view);
@@ -108,12 +112,20 @@ TEST(Formats, BytesAndLabels) {
   EXPECT_EQ(bytes_per_element(q4.view), 0.5 + 4.0 / 64);  // codes + bf16 scale and bias per 64
   EXPECT_EQ(bytes_per_element(q8.view), 1.0 + 4.0 / 32);
   EXPECT_EQ(bytes_per_element(fp4.view), 0.5 + 1.0 / 16);  // e4m3 scale per 16
+  const Owned q3 = affine(3, 64, 3, 128, 7), q5 = affine(5, 128, 3, 256, 8);
+  const Owned q6 = affine(6, 32, 3, 128, 9), q2 = affine(2, 64, 3, 128, 10);
+  EXPECT_EQ(bytes_per_element(q3.view), 3.0 / 8 + 4.0 / 64);
+  EXPECT_EQ(bytes_per_element(q5.view), 5.0 / 8 + 4.0 / 128);
+  EXPECT_EQ(bytes_per_element(q6.view), 6.0 / 8 + 4.0 / 32);
+  EXPECT_EQ(bytes_per_element(q2.view), 2.0 / 8 + 4.0 / 64);
   // The tally equals the bytes the test allocated for codes and sidecars.
-  for (const Owned* o : {&f32, &bf16, &q4, &q8, &fp4})
+  for (const Owned* o : {&f32, &bf16, &q4, &q8, &fp4, &q3, &q5, &q6, &q2})
     EXPECT_EQ(view_bytes(o->view), o->codes.size() + o->scales.size() + o->biases.size());
   EXPECT_EQ(format_label(bf16.view), "BF16");
   EXPECT_EQ(format_label(q4.view), "affine q4/g64");
   EXPECT_EQ(format_label(fp4.view), "nvfp4");
+  EXPECT_EQ(format_label(q3.view), "affine q3/g64");
+  EXPECT_EQ(format_label(q5.view), "affine q5/g128");
 }
 
 TEST(Formats, BindsKernelsPerShapeClass) {
@@ -133,23 +145,49 @@ TEST(Formats, BindsKernelsPerShapeClass) {
   std::printf("[formats] bf16-dot kernel %s\n", bf ? "on" : "off (CPU or INKLING_NO_BF16DOT)");
   EXPECT_STREQ(q4.view.kernels->for_tokens(1).name, bf ? "avx512-bf16 q4" : "hwy quant");
   EXPECT_STREQ(fp4.view.kernels->for_tokens(5).name, bf ? "avx512-bf16 q4" : "hwy quant");
-  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy quant");
-  EXPECT_STREQ(q8.view.kernels->for_tokens(64).name, "hwy quant");
+  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy affine words");
+  EXPECT_STREQ(q8.view.kernels->for_tokens(64).name,
+               "hwy affine words (8-31 tokens) / hwy gemm affine");
   EXPECT_STREQ(q4.view.kernels->for_tokens(64).name,
                hwy_gemm_q4_supported(q4.view) ? "hwy gemm q4" : "hwy quant");
   EXPECT_EQ(q4.view.kernels->dequant_row, &affine_dequant_row);
   EXPECT_EQ(fp4.view.kernels->dequant_row, &nvfp4_dequant_row);
+  // Every other MLX width: the AVX512-BF16 kernel for 1 token where the CPU has it (and for 2
+  // of 2..7), else the word-lane kernel; 8+ tokens: the word-lane kernel up to 31, then the gemm on
+  // dequantized tiles.
+  const bool bfa = bf && affine_bf16dot_available();
+  for (int bits : {1, 2, 3, 5, 6}) {
+    Owned q = affine(bits, 64, 8, 1024, uint32_t(10 + bits));
+    ASSERT_TRUE(bind_kernels(q.view)) << bits;
+    EXPECT_STREQ(q.view.kernels->for_tokens(1).name,
+                 bfa ? "avx512-bf16 affine" : "hwy affine words")
+        << bits;
+    EXPECT_STREQ(q.view.kernels->for_tokens(7).name,
+                 bfa ? "avx512-bf16 affine (2 tokens) / hwy affine words" : "hwy affine words")
+        << bits;
+    EXPECT_STREQ(q.view.kernels->for_tokens(8).name,
+                 "hwy affine words (8-31 tokens) / hwy gemm affine")
+        << bits;
+    EXPECT_EQ(q.view.kernels->dequant_row, &affine_dequant_row) << bits;
+  }
   // Row slices keep the bound set, column slices drop it (the choice may depend on the columns).
   EXPECT_EQ(q4.view.slice_rows(2, 3).kernels, q4.view.kernels);
   EXPECT_EQ(slice_cols(q4.view, 0, 512).kernels, nullptr);
 }
 
 TEST(Formats, RefusesWhatNobodyRegistered) {
-  Owned q3 = affine(4, 64, 2, 128, 1);
-  q3.view.bits = 3;  // no 3-bit entry in this build
-  EXPECT_EQ(find_format(q3.view), nullptr);
-  EXPECT_FALSE(bind_kernels(q3.view));
-  EXPECT_EQ(q3.view.kernels, nullptr);
+  Owned q7 = affine(4, 64, 2, 128, 1);
+  q7.view.bits = 7;  // MLX has no 7-bit affine mode, nor this build an entry
+  EXPECT_EQ(find_format(q7.view), nullptr);
+  EXPECT_FALSE(bind_kernels(q7.view));
+  EXPECT_EQ(q7.view.kernels, nullptr);
+  Owned g16 = affine(3, 64, 2, 128, 4);
+  g16.view.group = 16;  // the word-lane kernels take MLX's groups (32, 64, 128) only
+  EXPECT_FALSE(bind_kernels(g16.view));
+  Owned q8g16 = affine(8, 64, 2, 128, 5);
+  q8g16.view.group = 16;  // 8 bits still runs other groups, on the byte kernel
+  ASSERT_TRUE(bind_kernels(q8g16.view));
+  EXPECT_STREQ(q8g16.view.kernels->for_tokens(1).name, "hwy quant");
   Owned odd = affine(4, 64, 2, 128, 2);
   odd.view.cols = 100;  // groups of 64 do not divide the row
   EXPECT_FALSE(bind_kernels(odd.view));
@@ -168,6 +206,7 @@ TEST(Formats, BoundAndUnboundGiveTheSameBits) {
   views.push_back(dense(DType::F16, 37, 256, 3));
   views.push_back(affine(4, 64, 37, 256, 4));
   views.push_back(affine(8, 128, 37, 256, 5));
+  for (int bits : {1, 2, 3, 5, 6}) views.push_back(affine(bits, 64, 37, 256, uint32_t(20 + bits)));
   views.push_back(nvfp4(37, 256, 6));
   for (Owned& o : views) {
     MatView bound = o.view;

@@ -1,9 +1,9 @@
 // Fused quantized kernels against their scalar twin (dequant_row + dot) on random packed data:
-// MLX affine 4/8-bit at groups 32/64/128 with bf16/f16/f32 scales (negative scales included),
-// NVFP4 with e4m3 block scales and scale2, odd row counts, 1..9 tokens, row-strided views
-// (every other row, as a de-interleaved gate/up half is) and column slices. Also dequant_row
-// against hand-built values. The AVX512-BF16 4-bit kernel is tested on its own where the CPU has
-// it, and the portable kernels with it switched off.
+// MLX affine 4/8-bit (the byte kernel for 8) at groups 32/64/128 with bf16/f16/f32 scales (negative
+// scales included), NVFP4 with e4m3 block scales and scale2, odd row counts, 1..9 tokens,
+// row-strided views (every other row, as a de-interleaved gate/up half is) and column slices. Also
+// dequant_row against hand-built values. The AVX512-BF16 4-bit kernel is tested on its own where
+// the CPU has it, and the portable kernels with it switched off.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,129 +20,18 @@
 #include "ops/quant.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
+#include "quant_test_util.h"
 
 namespace inkling {
 namespace {
 
-// Owns random packed storage for a [rows, cols] quantized matrix (rows allocated x `spread`
-// so views can skip rows).
-struct QMat {
-  std::vector<uint8_t> codes, scales, biases;
-  MatView view;
-};
-
-void put_scale(std::vector<uint8_t>& buf, DType t, size_t i, float v) {
-  if (t == DType::F32) {
-    std::memcpy(buf.data() + 4 * i, &v, 4);
-  } else if (t == DType::BF16) {
-    const uint16_t h = f32_to_bf16(v);
-    std::memcpy(buf.data() + 2 * i, &h, 2);
-  } else {  // F16 via a value exactly representable in f16: round through bf16 then clip
-    const float r = bf16_to_f32(f32_to_bf16(v));
-    uint32_t u = f32_to_bits(r);
-    const uint32_t sign = (u >> 16) & 0x8000u;
-    int e = int((u >> 23) & 0xff) - 127 + 15;
-    const uint32_t m = (u >> 13) & 0x3ffu;
-    const uint16_t h = uint16_t(sign | (e <= 0 ? 0u : (uint32_t(e) << 10) | m));
-    std::memcpy(buf.data() + 2 * i, &h, 2);
-  }
-}
-
-QMat make_affine(int64_t rows, int64_t cols, int bits, int group, DType sdt, int spread,
-                 std::mt19937& rng) {
-  QMat q;
-  const int64_t all = rows * spread, row_bytes = cols * bits / 8, ng = cols / group;
-  q.codes.resize(size_t(all * row_bytes));
-  for (auto& b : q.codes) b = uint8_t(rng());
-  q.scales.resize(size_t(all * ng) * dtype_size(sdt));
-  q.biases.resize(q.scales.size());
-  std::normal_distribution<float> nd(0.f, 0.05f);
-  for (int64_t i = 0; i < all * ng; ++i) {
-    put_scale(q.scales, sdt, size_t(i), nd(rng));  // either sign, as MLX writes them
-    put_scale(q.biases, sdt, size_t(i), nd(rng) * 8);
-  }
-  MatView& v = q.view;
-  v.format = WeightFormat::kAffine;
-  v.dtype = DType::U32;
-  v.data = q.codes.data();
-  v.rows = rows;
-  v.cols = cols;
-  v.row_stride = row_bytes * spread;
-  v.scales = q.scales.data();
-  v.biases = q.biases.data();
-  v.scale_dtype = sdt;
-  v.scale_stride = ng * spread;
-  v.bits = bits;
-  v.group = group;
-  return q;
-}
-
-QMat make_nvfp4(int64_t rows, int64_t cols, int spread, std::mt19937& rng) {
-  QMat q;
-  const int64_t all = rows * spread;
-  q.codes.resize(size_t(all * cols / 2));
-  for (auto& b : q.codes) b = uint8_t(rng());
-  q.scales.resize(size_t(all * cols / 16));
-  for (auto& b : q.scales) {
-    do b = uint8_t(rng() & 0x7f);  // positive, finite (0x7f is NaN)
-    while (b == 0x7f);
-  }
-  MatView& v = q.view;
-  v.format = WeightFormat::kNvfp4;
-  v.dtype = DType::U8;
-  v.data = q.codes.data();
-  v.rows = rows;
-  v.cols = cols;
-  v.row_stride = cols / 2 * spread;
-  v.scales = q.scales.data();
-  v.scale_dtype = DType::F8_E4M3;
-  v.scale_stride = cols / 16 * spread;
-  v.bits = 4;
-  v.group = 16;
-  v.scale2 = 0.0123f;
-  return q;
-}
-
-// |scale| of group g in row r of an affine view.
-float abs_scale(const MatView& w, int64_t r, int64_t g) {
-  return std::fabs(load_as_f32(w.scale_dtype, w.scales, size_t(r * w.scale_stride + g)));
-}
-
-// Fused vs scalar twin for n_tok tokens with x of leading dimension ldx >= cols. `offset`: the
-// kernel sums (offset + q) * x per group and removes offset * s * sum(x) afterwards, so its f32
-// rounding scales with sum |x| (|w| + offset |s|) (0 for kernels that do not). `kernel`: the
-// kernel under test (matmul_rows: whatever the registry picks for the view).
-void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::string& what,
-             float offset = 0.f, float x_scale = 1.f, RowsKernel kernel = quant_matmul_rows) {
-  const int64_t ldx = w.cols + 3, ldy = w.rows + 1;
-  std::vector<float> x(size_t(n_tok * ldx));
-  std::normal_distribution<float> nd(0.f, x_scale);
-  for (auto& v : x) v = nd(rng);
-  std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got), absw(got);
-  kernel(x.data(), n_tok, ldx, w, 0, w.rows, got.data(), ldy);
-  quant_matmul_rows_ref(x.data(), n_tok, ldx, w, 0, w.rows, want.data(), ldy);
-  // Tolerance from sum |x| |w| per output (f32 accumulation over cols terms).
-  std::vector<float> row(size_t(w.cols));
-  for (int64_t r = 0; r < w.rows; ++r) {
-    dequant_row(w, r, row.data());
-    for (int64_t t = 0; t < n_tok; ++t) {
-      double a = 0;
-      for (int64_t c = 0; c < w.cols; ++c)
-        a += std::fabs(x[size_t(t * ldx + c)]) *
-             (std::fabs(row[size_t(c)]) + (offset > 0 ? offset * abs_scale(w, r, c / w.group) : 0));
-      const size_t i = size_t(t * ldy + r);
-      ASSERT_NEAR(got[i], want[i], 2e-6 * a + 1e-30) << what << " tok " << t << " row " << r;
-    }
-  }
-  // Padding columns of y are untouched.
-  for (int64_t t = 0; t < n_tok; ++t) ASSERT_EQ(got[size_t(t * ldy + w.rows)], -7.f) << what;
-}
-
-// Runs the portable (Highway) kernels for the rest of a test, even where the CPU has AVX512-BF16.
-struct PortableKernelsOnly {
-  PortableKernelsOnly() { set_q4_bf16dot_enabled(false); }
-  ~PortableKernelsOnly() { set_q4_bf16dot_enabled(true); }
-};
+using testing::abs_scale;
+using testing::compare;
+using testing::make_affine;
+using testing::make_nvfp4;
+using testing::PortableKernelsOnly;
+using testing::put_scale;
+using testing::QMat;
 
 TEST(QuantMatmul, AffineMatchesScalarTwin) {
   PortableKernelsOnly portable;
@@ -423,7 +312,7 @@ TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
   }
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  // 8-bit keeps the fused kernels.
+  // 8-bit is not a 4-bit tile source (it has the word-lane tiles, test_affine_widths.cpp).
   EXPECT_FALSE(hwy_gemm_q4_supported(make_affine(3, 1024, 8, 64, DType::BF16, 1, rng).view));
 }
 

@@ -1,0 +1,410 @@
+// AVX512-BF16 + VBMI kernel for MLX affine codes of 1..6 bits (see quant_affine_bf16dot.h).
+//
+// Layout. A row is taken in blocks of 128 columns (16 * bits bytes of codes); f32 lane k of a
+// block accumulates columns 8k .. 8k + 7, in 4 steps of one column pair: at step t, u16 lanes
+// 2k and 2k + 1 hold columns 8k + 2t and 8k + 2t + 1 (VDPBF16PS adds the two products into f32
+// lane k). Unpacking a step: qword i of the code vector must hold the pairs of f32 lanes 2i and
+// 2i + 1 (columns 16i + 2t, +1 and 16i + 8 + 2t, +1); a byte permute of the block's bytes
+// (VPERMB, or VPERMT2B over two registers when the block exceeds 64 bytes) puts the 4 bytes
+// holding each pair into the qword's low and high halves, and VPMULTISHIFTQB moves each code to
+// bits (7 - bits) .. 6 of its u16 lane's low byte. One VPTERNLOGD keeps those bits and ORs in the
+// bf16 exponent of 2^bits: the lane is then exactly the bf16 number 2^bits + q (in the binade
+// [2^bits, 2^(bits+1)) bf16 steps by 2^(bits-7) <= 1). x is prepared once per call in the same
+// order as three bf16 parts, hi + mid + lo = x exactly, so every product is exact and only the f32
+// accumulation rounds. The offset 2^bits is removed through the group sums of x, folded into the
+// bias term: s * sum((2^bits + q) x) + (b - 2^bits s) * sum(x) = sum((s q + b) x). A block lies
+// in 1 (group 128), 2 (64) or 4 (32) groups; f32 lane k takes the scale of group 8k / group (a
+// permute of the row's scales).
+#include "ops/quant_affine_bf16dot.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/dtype.h"
+#include "ops/quant_q4_bf16dot.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INKLING_HAVE_AFFINE_BF16DOT 1
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see quant_q4_bf16dot.cpp
+#endif
+#include <immintrin.h>
+#else
+#define INKLING_HAVE_AFFINE_BF16DOT 0
+#endif
+
+namespace inkling {
+
+bool affine_bf16dot_handles(const MatView& w, int64_t n_tok) {
+  return n_tok >= 1 && n_tok <= 2 && w.format == WeightFormat::kAffine && w.bits >= 1 &&
+         w.bits <= 6 && (w.group == 32 || w.group == 64 || w.group == 128) &&
+         w.cols % w.group == 0 && w.scales && w.biases;
+}
+
+namespace {
+
+#if INKLING_HAVE_AFFINE_BF16DOT
+
+#define INK_AFFDOT \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vbmi")))
+
+constexpr int kMaxTok = 2;
+constexpr int kRowsMax = 4;
+
+// Permutes per 128-column block: one when each 4-byte window can hold the 8 codes a qword half
+// needs for all 4 steps (8 * bits + 7 <= 32 bits, the 7 for the first code's bit offset), else
+// one per pair of steps (4 codes per window; bits <= 6).
+constexpr int Perms(int bits) {
+  return 8 * bits + 7 <= 32 ? 1 : 2;
+}
+
+// Per width: the byte permutes and, per step t, the bit-field selects (see the top of the file).
+// Permute p covers steps [p * 4 / Perms, (p + 1) * 4 / Perms): the low 4 bytes of qword i hold
+// the codes of columns 16i + 2 * (first step) .., the high 4 bytes those 8 columns further on.
+struct Tables {
+  alignas(64) uint8_t perm[2][64];
+  alignas(64) uint8_t shift[4][64];
+};
+
+Tables make_tables(int bits) {
+  Tables T{};
+  const int base = 7 - bits;        // where the code goes in its u16 lane's low byte
+  const int spp = 4 / Perms(bits);  // steps per permute
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < 8; ++i) {
+      const int p = t / spp;
+      // First bits of the two windows of permute p, and of this step's pairs in them.
+      const int wa = (16 * i + 2 * p * spp) * bits, wb = (16 * i + 8 + 2 * p * spp) * bits;
+      const int sa = (16 * i + 2 * t) * bits, sb = (16 * i + 8 + 2 * t) * bits;
+      for (int b = 0; b < 4; ++b) {
+        T.perm[p][8 * i + b] = uint8_t(wa / 8 + b);
+        T.perm[p][8 * i + 4 + b] = uint8_t(wb / 8 + b);
+      }
+      for (int m = 0; m < 4; ++m) {  // u16 lane 4i + m: its low byte is byte 2m of the qword
+        const int at =
+            (m < 2 ? sa - wa / 8 * 8 : 32 + sb - wb / 8 * 8) + (m % 2) * bits;  // bit in qword
+        T.shift[t][8 * i + 2 * m] = uint8_t((at - base) & 63);
+        T.shift[t][8 * i + 2 * m + 1] = 0;
+      }
+    }
+  return T;
+}
+
+const Tables& tables(int bits) {
+  static const Tables all[7] = {make_tables(1), make_tables(1), make_tables(2), make_tables(3),
+                                make_tables(4), make_tables(5), make_tables(6)};
+  return all[bits];
+}
+
+// x of up to kMaxTok tokens in the kernel's order (3 bf16 parts) and per-group sums of x.
+struct Prepared {
+  std::vector<uint16_t> xq;  // [nt][xs]
+  std::vector<float> xsum;   // [nt][gs], zero padded
+  std::vector<float> sf;     // per-row scratch: kRowsMax scale rows + one bias row, gs each
+  int64_t xs = 0, gs = 0;
+  // What xq / xsum were made from (consecutive products with the same activations reuse them;
+  // a copy is compared, never a pointer).
+  std::vector<float> src;
+  int nt = 0, layout = -1;
+  int64_t cols = 0, group = 0;
+};
+
+// Block geometry. Widths 1 and 2 (which divide 16) take the u16-word layout instead of the
+// 128-column one: a block is one 64-byte vector of 32 u16 code words (16 / bits codes each), and
+// step j decodes code j of every word with one shift; u16 lane m at step j is column
+// m * (16 / bits) + j, so f32 lane k holds the 2 * (16 / bits) columns of words 2k and 2k + 1.
+// Layout 0: the 128-column blocks (any width); layout 1 / 2: u16 words of 1 / 2-bit codes.
+constexpr bool U16Layout(int bits) {
+  return bits <= 2;
+}
+constexpr int64_t BlockCols(int layout) {
+  return layout == 0 ? 128 : 512 / layout;
+}
+constexpr int Steps(int layout) {
+  return layout == 0 ? 4 : 16 / layout;
+}
+// Where column e of a block goes: step and u16 lane.
+inline void slot_of(int layout, int64_t e, int* step, int* lane) {
+  if (layout == 0) {
+    const int64_t k = e / 8;
+    *step = int((e % 8) / 2), *lane = int(2 * k + e % 2);
+  } else {
+    const int64_t per = 16 / layout;
+    *step = int(e % per), *lane = int(e / per);
+  }
+}
+
+void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, int layout,
+             Prepared& p) {
+  const size_t n = size_t(cols);
+  bool same = p.nt == nt && p.cols == cols && p.group == group && p.layout == layout;
+  for (int t = 0; same && t < nt; ++t)
+    same = std::memcmp(p.src.data() + size_t(t) * n, x + t * ldx, n * sizeof(float)) == 0;
+  if (same) return;
+  p.nt = nt, p.cols = cols, p.group = group, p.layout = layout;
+  if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
+  for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
+  const int64_t bc = BlockCols(layout), xblock = Steps(layout) * 96;  // 3 parts x 32 lanes
+  const int64_t blocks = (cols + bc - 1) / bc;
+  p.xs = blocks * xblock;
+  p.gs = cols / group + 16;
+  if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
+  if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
+  if (p.sf.size() < size_t((kRowsMax + 1) * p.gs)) p.sf.resize(size_t((kRowsMax + 1) * p.gs));
+  for (int t = 0; t < nt; ++t) {
+    const float* in = x + t * ldx;
+    uint16_t* o = p.xq.data() + t * p.xs;
+    float* xs = p.xsum.data() + t * p.gs;
+    for (int64_t g = 0; g < p.gs; ++g) xs[g] = 0.f;
+    for (int64_t c = 0; c < cols; ++c) xs[c / group] += in[c];
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t e = 0; e < bc; ++e) {
+        const int64_t c = b * bc + e;
+        int s = 0, lane = 0;
+        slot_of(layout, e, &s, &lane);
+        uint16_t hi = 0, mid = 0, lo = 0;  // x = hi + mid + lo exactly (3 x 8 bits)
+        if (c < cols) {
+          hi = f32_to_bf16(in[c]);
+          const float r = in[c] - bf16_to_f32(hi);
+          mid = f32_to_bf16(r);
+          lo = f32_to_bf16(r - bf16_to_f32(mid));
+        }
+        uint16_t* d = o + b * xblock + s * 96 + lane;
+        d[0] = hi;
+        d[32] = mid;
+        d[64] = lo;
+      }
+  }
+}
+
+// Row r's scales (f32, zero padded to gs) into s, and b - 2^bits s into bs.
+INK_AFFDOT void row_scales(const MatView& w, int64_t r, int64_t ngroups, int64_t gs, float* s,
+                           float* bs) {
+  const size_t ssz = dtype_size(w.scale_dtype);
+  const uint8_t* srow = w.scales + size_t(r * w.scale_stride) * ssz;
+  const uint8_t* brow = w.biases + size_t(r * w.scale_stride) * ssz;
+  const float off = float(1 << w.bits);
+  if (w.scale_dtype == DType::BF16) {
+    const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
+    const uint16_t* b16 = reinterpret_cast<const uint16_t*>(brow);
+    for (int64_t g = 0; g < ngroups; g += 16) {
+      const int64_t n = std::min<int64_t>(16, ngroups - g);
+      const __mmask16 m = __mmask16((1u << n) - 1u);
+      const __m512 sv = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s16 + g)), 16));
+      const __m512 bv = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b16 + g)), 16));
+      _mm512_storeu_ps(s + g, sv);
+      _mm512_storeu_ps(bs + g, _mm512_fnmadd_ps(_mm512_set1_ps(off), sv, bv));
+    }
+  } else {
+    for (int64_t g = 0; g < ngroups; ++g) {
+      s[g] = load_as_f32(w.scale_dtype, srow, size_t(g));
+      bs[g] = load_as_f32(w.scale_dtype, brow, size_t(g)) - off * s[g];
+    }
+  }
+  for (int64_t g = ngroups; g < gs; ++g) s[g] = bs[g] = 0.f;
+}
+
+// Starts loading row r's scales and biases.
+INK_AFFDOT inline void prefetch_scales(const MatView& w, int64_t r, int64_t ngroups) {
+  const size_t ssz = dtype_size(w.scale_dtype), off = size_t(r * w.scale_stride) * ssz;
+  for (size_t b = 0; b < size_t(ngroups) * ssz; b += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.scales + off + b), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w.biases + off + b), _MM_HINT_T0);
+  }
+}
+
+INK_AFFDOT inline __mmask64 bytes_mask(int64_t n) {
+  return n >= 64 ? ~__mmask64(0) : (n <= 0 ? __mmask64(0) : (__mmask64(1) << n) - 1);
+}
+
+// Rows [r0, r1) in blocks of R rows for NT tokens. 128-column blocks of more than 4 bits span two
+// registers.
+template <int kBits, int NT, int R>
+INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int64_t r1, float* y,
+                            int64_t ldy) {
+  constexpr int kLayout = U16Layout(kBits) ? kBits : 0;
+  constexpr int64_t kCols = BlockCols(kLayout);
+  constexpr int kSteps = Steps(kLayout);
+  constexpr int64_t kBlockBytes = kCols * kBits / 8;
+  constexpr bool kTwo = kBlockBytes > 64;
+  const int64_t ngroups = w.cols / w.group, gs = p.gs, xs = p.xs;
+  const int64_t blocks = (w.cols + kCols - 1) / kCols, row_bytes = w.cols * kBits / 8;
+  const Tables& T = tables(kBits);
+  alignas(64) int32_t idx_arr[16];
+  for (int k = 0; k < 16; ++k)  // f32 lane k: the group of the block's column (kCols / 16) k
+    idx_arr[k] = int32_t(kCols / 16 * k / w.group);
+  const __m512i idx = _mm512_load_si512(idx_arr);
+  const int64_t groups_per_block = kCols / w.group;
+  const __m512i keep = _mm512_set1_epi16(int16_t(((1 << kBits) - 1) << (7 - kBits)));
+  const __m512i expo = _mm512_set1_epi16(int16_t((127 + kBits) << 7));
+  float* sfb = const_cast<float*>(p.sf.data());
+  for (int64_t rb = r0; rb < r1; rb += R) {
+    if constexpr (R > 1) {
+      if (rb + R > r1) {
+        rows_kernel<kBits, NT, 1>(p, w, rb, r1, y, ldy);
+        return;
+      }
+    }
+    const uint8_t* codes[R];
+    const char* ahead[R];  // the same row of the next block of rows: prefetched as this is read
+    float bias[R][NT];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+      codes[i] = w.row(rb + i);
+      const int64_t rn = std::min(rb + R + i, r1 - 1);
+      ahead[i] = reinterpret_cast<const char*>(w.row(rn));
+      prefetch_scales(w, rn, ngroups);
+      float* s = sfb + i * gs;
+      float* bs = sfb + kRowsMax * gs;
+      row_scales(w, rb + i, ngroups, gs, s, bs);
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+        const float* xsum = p.xsum.data() + t * gs;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t g = 0; g < ngroups; g += 16)
+          a = _mm512_fmadd_ps(_mm512_loadu_ps(bs + g), _mm512_loadu_ps(xsum + g), a);
+        bias[i][t] = _mm512_reduce_add_ps(a);
+      }
+    }
+    __m512 tot[R][NT];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t off = b * kBlockBytes;
+      // Masked loads: never read past the row (the last block may be partial).
+      const __mmask64 m0 = bytes_mask(row_bytes - off), m1 = bytes_mask(row_bytes - off - 64);
+      // The block's codes, and (128-column layout) every permute's windows at once, so the
+      // loaded registers die before the steps: 4 rows stay within the 32 vector registers.
+      constexpr int kPerms = kLayout == 0 ? Perms(kBits) : 1;
+      constexpr int kSpp = kSteps / kPerms;  // steps per permute
+      __m512i win[kPerms][R];
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+        const __m512i src0 = _mm512_maskz_loadu_epi8(m0, codes[i] + off);
+        __m512i src1 = src0;
+        if constexpr (kTwo) src1 = _mm512_maskz_loadu_epi8(m1, codes[i] + off + 64);
+        _mm_prefetch(ahead[i] + off, _MM_HINT_T0);
+        if constexpr (kTwo) _mm_prefetch(ahead[i] + off + 64, _MM_HINT_T0);
+        _Pragma("GCC unroll 2") for (int pm = 0; pm < kPerms; ++pm) {
+          if constexpr (kLayout != 0) {
+            win[pm][i] = src0;
+          } else {
+            const __m512i perm = _mm512_load_si512(T.perm[pm]);
+            win[pm][i] = kTwo ? _mm512_permutex2var_epi8(src0, perm, src1)
+                              : _mm512_permutexvar_epi8(perm, src0);
+          }
+        }
+      }
+      // Two f32 chains per row and token (hi and lo parts in one, mid in the other): enough to
+      // hide VDPBF16PS latency with 4 rows, and two registers fewer per row than three.
+      __m512 acc_a[R][NT], acc_b[R][NT];
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc_a[i][t] = acc_b[i][t] =
+              _mm512_setzero_ps();
+      const uint16_t* xb = p.xq.data() + b * (kSteps * 96);
+      _Pragma("GCC unroll 16") for (int st = 0; st < kSteps; ++st) {
+        const __m512i shift = _mm512_load_si512(T.shift[st % 4]);
+        __m512i xh[NT], xm[NT], xl[NT];
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+          xh[t] = _mm512_loadu_si512(xb + t * xs + st * 96);
+          xm[t] = _mm512_loadu_si512(xb + t * xs + st * 96 + 32);
+          xl[t] = _mm512_loadu_si512(xb + t * xs + st * 96 + 64);
+        }
+        _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+          const __m512i wv = win[st / kSpp][i];
+          __m512i v;
+          if constexpr (kLayout != 0) {  // code st of every u16 word to bits 7-kBits .. 6
+            constexpr int kTo = 7 - kBits;
+            const int from = st * kBits;
+            v = from < kTo ? _mm512_slli_epi16(wv, unsigned(kTo - from))
+                           : _mm512_srli_epi16(wv, unsigned(from - kTo));
+            (void)shift;
+          } else {
+            v = _mm512_multishift_epi64_epi8(shift, wv);
+          }
+          const __m512bh q = (__m512bh)_mm512_ternarylogic_epi32(v, keep, expo, 0xEA);
+          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+            acc_a[i][t] = _mm512_dpbf16_ps(acc_a[i][t], q, (__m512bh)xh[t]);
+            acc_b[i][t] = _mm512_dpbf16_ps(acc_b[i][t], q, (__m512bh)xm[t]);
+            acc_a[i][t] = _mm512_dpbf16_ps(acc_a[i][t], q, (__m512bh)xl[t]);
+          }
+        }
+      }
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+        const float* s = sfb + i * gs + b * groups_per_block;
+        const __m512 sv = groups_per_block > 1 ? _mm512_permutexvar_ps(idx, _mm512_loadu_ps(s))
+                                               : _mm512_set1_ps(s[0]);
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] =
+            _mm512_fmadd_ps(_mm512_add_ps(acc_a[i][t], acc_b[i][t]), sv, tot[i][t]);
+      }
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) y[t * ldy + rb + i] =
+            _mm512_reduce_add_ps(tot[i][t]) + bias[i][t];
+  }
+}
+
+template <int kBits>
+void width_rows(const Prepared& p, int nt, const MatView& w, int64_t r0, int64_t r1, float* y,
+                int64_t ldy) {
+  if (nt == 1)
+    rows_kernel<kBits, 1, 4>(p, w, r0, r1, y, ldy);
+  else
+    rows_kernel<kBits, 2, 2>(p, w, r0, r1, y, ldy);
+}
+
+bool cpu_has_affine_bf16dot() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vbmi");
+}
+
+#endif  // INKLING_HAVE_AFFINE_BF16DOT
+
+}  // namespace
+
+bool affine_bf16dot_available() {
+#if INKLING_HAVE_AFFINE_BF16DOT
+  static const bool has = cpu_has_affine_bf16dot();
+  return has;
+#else
+  return false;
+#endif
+}
+
+void affine_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                         int64_t r1, float* y, int64_t ldy) {
+#if INKLING_HAVE_AFFINE_BF16DOT
+  thread_local Prepared p;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+    const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
+    prepare(x + t0 * ldx, nt, ldx, w.cols, w.group, U16Layout(w.bits) ? w.bits : 0, p);
+    float* yb = y + t0 * ldy;
+    switch (w.bits) {
+      case 1:
+        width_rows<1>(p, nt, w, r0, r1, yb, ldy);
+        break;
+      case 2:
+        width_rows<2>(p, nt, w, r0, r1, yb, ldy);
+        break;
+      case 3:
+        width_rows<3>(p, nt, w, r0, r1, yb, ldy);
+        break;
+      case 4:
+        width_rows<4>(p, nt, w, r0, r1, yb, ldy);
+        break;
+      case 5:
+        width_rows<5>(p, nt, w, r0, r1, yb, ldy);
+        break;
+      default:
+        width_rows<6>(p, nt, w, r0, r1, yb, ldy);
+        break;
+    }
+  }
+#else
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
+#endif
+}
+
+}  // namespace inkling
