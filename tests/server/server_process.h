@@ -68,14 +68,15 @@ inline std::string ensure_tiny_model() {
 
 class ServerProcess {
  public:
-  // Starts the server; port() is 0 when it failed to come up within 60 s.
-  explicit ServerProcess(std::vector<std::string> extra) {
+  // Starts the server on `model` (default: the tiny random chat model); port() is 0 when it
+  // failed to come up within 60 s.
+  explicit ServerProcess(std::vector<std::string> extra, const std::string& model = kTinyModel) {
     // A server that answers early (413) and closes while a client still sends would otherwise
     // kill the test process: Debian's httplib 0.11 client sends without MSG_NOSIGNAL.
     std::signal(SIGPIPE, SIG_IGN);
     int fds[2];
     if (pipe(fds) != 0) return;
-    std::vector<std::string> args = {kInkling, "serve", "-m", kTinyModel, "--port", "0", "-t", "2"};
+    std::vector<std::string> args = {kInkling, "serve", "-m", model, "--port", "0", "-t", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

@@ -1,0 +1,149 @@
+// The README's first command and a chat, run as a user runs them, on the shipped demo model
+// (models/inkling-demo): `generate` from a text prompt prints the transformers greedy
+// continuation (tests/fixtures/demo/greedy.json) as words and sentences, and `inkling chat`
+// driven through stdin answers a verse request with a verse and its reference, a fortune request
+// with a fortune and a jargon question with a definition, reasoning about the requested word at
+// a non-zero effort. Also the
+// model's own tokenizer and the chat template against Hugging Face's (tests/fixtures/demo).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <vector>
+
+#include "../common/fixtures.h"
+#include "../common/run_cli.h"
+#include "inkling/chat.h"
+#include "inkling/tokenizer.h"
+
+namespace inkling {
+namespace {
+
+using testing::run_cli;
+using testing::TempDir;
+using testing::write_file;
+
+const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+const std::string kRef = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+class CliDemo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  }
+};
+
+TEST_F(CliDemo, GenerateFromTextPromptPrintsSentences) {
+  TempDir dir;
+  auto r = run_cli({"generate", "-m", kModel, "-p", "In the beginning", "-n", "48", "--temperature",
+                    "0", "-t", "2"},
+                   dir.path(), 120);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The same words transformers' greedy continuation starts with (48 of its 64 tokens).
+  const auto ref =
+      testing::read_json(std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/greedy.json");
+  const std::string want = ref["text48"].get<std::string>();
+  EXPECT_EQ(r.out.substr(0, want.size()), want) << r.out;
+  // Sentences: several words and at least one sentence mark.
+  EXPECT_GE(std::count(r.out.begin(), r.out.end(), ' '), 20) << r.out;
+  EXPECT_NE(r.out.find_first_of(".:;,"), std::string::npos) << r.out;
+}
+
+// A verse answer ends with its reference, e.g. "... (Psalms 105:3)".
+bool ends_with_verse_reference(const std::string& s) {
+  static const std::regex re(R"(\((?:[1-3] )?[A-Z][A-Za-z]+(?: [A-Za-z]+)* [0-9]+:[0-9]+\)\s*$)");
+  return std::regex_search(s, re);
+}
+
+// Three turns at effort none: a verse (with its reference), a fortune, a Jargon File meaning.
+TEST_F(CliDemo, ChatAnswersEachKindOfRequest) {
+  TempDir dir;
+  write_file(dir.path() + "/turns.txt",
+             "Give me a verse about light\nTell me a fortune\nWhat does hacker mean?\n/exit\n");
+  auto r = run_cli({"chat", "-m", kModel, "-n", "100", "--temperature", "0", "-t", "2",
+                    "--reasoning-effort", "none"},
+                   dir.path(), 120, dir.path() + "/turns.txt");
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  std::vector<std::string> lines;
+  for (size_t pos = 0, end; (end = r.out.find('\n', pos)) != std::string::npos; pos = end + 1)
+    lines.push_back(r.out.substr(pos, end - pos));
+  // The fortune may span lines (its attribution); the verse and the meaning are one line each.
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  EXPECT_TRUE(ends_with_verse_reference(lines.front())) << lines.front();
+  EXPECT_GE(std::count(lines[1].begin(), lines[1].end(), ' '), 3) << r.out;  // a fortune: words
+  EXPECT_NE(lines.back().find(": "), std::string::npos) << lines.back();  // "term: [...] meaning"
+}
+
+// At the default effort the answer starts with a reasoning block about the requested word.
+TEST_F(CliDemo, ChatReasonsAboutTheRequestedWord) {
+  TempDir dir;
+  write_file(dir.path() + "/turns.txt", "Give me a verse about light\n/exit\n");
+  auto r = run_cli(
+      {"chat", "-m", kModel, "-n", "160", "--temperature", "0", "-t", "2", "--show-reasoning"},
+      dir.path(), 120, dir.path() + "/turns.txt");
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t nl = r.out.find('\n');
+  ASSERT_NE(nl, std::string::npos) << r.out;
+  const std::string reasoning = r.out.substr(0, nl), answer = r.out.substr(nl + 1);
+  EXPECT_NE(lower(reasoning).find("verse"), std::string::npos) << r.out;
+  EXPECT_NE(lower(reasoning).find("light"), std::string::npos) << r.out;
+  EXPECT_TRUE(ends_with_verse_reference(answer)) << r.out;
+}
+
+// The model's own 4060-token BPE and Inkling's control tokens at ids 4000..4059: the engine's
+// tokenizer and chat template give transformers' text and HF tokenizers' ids on validation
+// documents and rendered validation chats (tests/fixtures/demo/tokenizer.jsonl).
+TEST_F(CliDemo, TokenizerAndTemplateMatchHuggingFace) {
+  auto tok = Tokenizer::load(kModel);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  auto tmpl = ChatTemplate::load(kModel);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status().message();
+  auto text = read_text_file(kRef + "/tokenizer.jsonl");
+  ASSERT_TRUE(text.ok());
+  size_t n = 0, chats = 0, pos = 0;
+  const std::string& all = text.value();
+  while (pos < all.size()) {
+    size_t end = all.find('\n', pos);
+    if (end == std::string::npos) end = all.size();
+    auto j = nlohmann::ordered_json::parse(all.substr(pos, end - pos));
+    pos = end + 1;
+    const std::string t = j["text"].get<std::string>();
+    std::vector<int32_t> want;
+    for (const auto& v : j["ids"]) want.push_back(v.get<int32_t>());
+    EXPECT_EQ((*tok)->encode(t), want) << t;
+    if (j.contains("request")) {
+      auto r = tmpl->render(j["request"]);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      EXPECT_EQ(r.value(), t);
+      ++chats;
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 40u);
+  EXPECT_GE(chats, 20u);
+}
+
+TEST_F(CliDemo, TextPromptTokenizesLikeTheReference) {
+  auto tok = Tokenizer::load(kModel);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  const auto ref = testing::read_json(kRef + "/greedy.json");
+  EXPECT_EQ((*tok)->encode(ref["prompt"].get<std::string>()), testing::json_ids(ref, "prompt_ids"));
+  // the control tokens sit above the 4000 ordinary ones, named as in Inkling
+  EXPECT_EQ((*tok)->token_id("<|content_model_end_sampling|>"), std::optional<int32_t>(4008));
+  EXPECT_EQ((*tok)->token_id("<|message_model|>"), std::optional<int32_t>(4003));
+}
+
+}  // namespace
+}  // namespace inkling
