@@ -4,6 +4,11 @@ distribution from the source model's, on a prompt (teacher forced), plus top-1 a
 
     python tools/quant_quality.py -m MODEL_DIR --prompt PROMPT_JSON [--bits 2,3,4,5,6,8]
         [--group-size 64] [--recipe uniform] [--inkling build/inkling] [--json]
+    python tools/quant_quality.py -m models/inkling-demo --ids-bin VAL.bin --windows 16 ...
+
+With --ids-bin (uint16 token ids, e.g. build-demo/data/val.bin from tools/demo_data.py) it also
+reports the next-token loss (nats) of the source and of each width over --windows windows of
+--window-len tokens drawn with a fixed seed: the increase over the source is the quality cost.
 
 Each width is made with `inkling quantize -m MODEL_DIR -o TMP --recipe R --bits B
 --group-size G` (the recipe's modules at that width), then both models' logits come from
@@ -47,14 +52,34 @@ def main() -> int:
     ap.add_argument("--recipe", default="uniform")
     ap.add_argument("--inkling", default="build/inkling")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--ids-bin", type=Path)
+    ap.add_argument("--windows", type=int, default=16)
+    ap.add_argument("--window-len", type=int, default=256)
     a = ap.parse_args()
-    obj = json.loads(a.prompt.read_text())
-    ids = obj["prompt_ids"] if isinstance(obj, dict) else obj
+    if a.ids_bin:
+        stream = np.fromfile(a.ids_bin, dtype=np.uint16).astype(np.int64)
+        rng = np.random.default_rng(1234)
+        starts = rng.integers(0, len(stream) - a.window_len - 1, size=a.windows)
+        windows = [stream[s : s + a.window_len + 1].tolist() for s in starts]
+        ids = windows[0][:-1]
+    else:
+        obj = json.loads(a.prompt.read_text())
+        ids = obj["prompt_ids"] if isinstance(obj, dict) else obj
+        windows = []
+
+    def loss(model: Path, t: Path) -> float:  # mean next-token NLL over the windows
+        total, n = 0.0, 0
+        for i, w in enumerate(windows):
+            lp = log_softmax(logits(a.inkling, model, w[:-1], t / f"w{i}.npy"))
+            total += -lp[np.arange(len(w) - 1), w[1:]].sum()
+            n += len(w) - 1
+        return total / n
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         ref = log_softmax(logits(a.inkling, a.model, ids, t / "ref.npy"))
         p = np.exp(ref)
+        base_loss = loss(a.model, t) if windows else None
         for bits in [int(b) for b in a.bits.split(",")]:
             dst = t / f"q{bits}"
             subprocess.run(
@@ -63,16 +88,25 @@ def main() -> int:
                 check=True, capture_output=True)
             q = log_softmax(logits(a.inkling, dst, ids, t / f"q{bits}.npy"))
             kl = (p * (ref - q)).sum(axis=-1)
-            rows.append({"bits": bits, "group_size": a.group_size, "recipe": a.recipe,
-                         "kl_mean": float(kl.mean()), "kl_max": float(kl.max()),
-                         "top1_agreement": float((ref.argmax(-1) == q.argmax(-1)).mean())})
+            row = {"bits": bits, "group_size": a.group_size, "recipe": a.recipe,
+                   "kl_mean": float(kl.mean()), "kl_max": float(kl.max()),
+                   "top1_agreement": float((ref.argmax(-1) == q.argmax(-1)).mean())}
+            if windows:
+                row["loss"] = loss(dst, t)
+                row["loss_source"] = base_loss
+                row["loss_increase"] = row["loss"] - base_loss
+            rows.append(row)
     if a.json:
         print(json.dumps(rows, indent=1))
     else:
-        print(f"{'bits':>4} {'group':>5} {'KL mean (nats)':>15} {'KL max':>10} {'top-1 agree':>12}")
+        if windows:
+            print(f"source loss {base_loss:.4f} nats/token over {len(windows)} x {a.window_len}")
+        print(f"{'bits':>4} {'group':>5} {'KL mean (nats)':>15} {'KL max':>10} {'top-1 agree':>12}"
+              + (f" {'loss':>8} {'+loss':>8}" if windows else ""))
         for r in rows:
             print(f"{r['bits']:>4} {r['group_size']:>5} {r['kl_mean']:>15.5f} {r['kl_max']:>10.4f} "
-                  f"{r['top1_agreement']:>12.3f}")
+                  f"{r['top1_agreement']:>12.3f}"
+                  + (f" {r['loss']:>8.4f} {r['loss_increase']:>+8.4f}" if windows else ""))
     return 0
 
 
