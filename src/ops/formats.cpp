@@ -66,6 +66,10 @@ void affine_words_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const Ma
 }
 constexpr Kernel kAffineWordsGemm{"hwy affine words (8-31 tokens) / hwy gemm affine",
                                   affine_words_gemm_rows};
+// The same functions on 8-bit views run byte loads in natural column order (a code is a byte).
+constexpr Kernel kHwyAffineBytes{"hwy affine bytes", affine_words_rows};
+constexpr Kernel kAffineBytesGemm{"hwy affine bytes (8-31 tokens) / hwy gemm affine",
+                                  affine_words_gemm_rows};
 
 // --- dense ---------------------------------------------------------------------------------
 
@@ -125,9 +129,12 @@ constexpr KernelSet kAffine4[2][2] = {
      {{kBf16DotQ4, kAffine4Few, kHwyGemmQ4}, affine_dequant_row}}};
 // 8-bit with a group the word-lane kernels do not take (other than 32, 64, 128).
 constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row};
-// Every other MLX width (1, 2, 3, 5, 6, 8 bits): the word-lane kernels, the gemm on tiles
-// dequantized once for 32+ tokens; 1-6 bits with AVX512-BF16 + VBMI: that kernel for 1-2 tokens
-// (8-bit codes are not bf16 numbers once offset, so 8 bits keeps the word-lane kernel).
+// 8 bits, groups 32/64/128: byte loads for 1-31 tokens, the gemm for 32+ (8-bit codes are not
+// bf16 numbers once offset, so no AVX512-BF16 kernel).
+constexpr KernelSet kAffineBytes{{kHwyAffineBytes, kHwyAffineBytes, kAffineBytesGemm},
+                                 affine_dequant_row};
+// Every other MLX width (1, 2, 3, 5, 6 bits): the word-lane kernels, the gemm on tiles
+// dequantized once for 32+ tokens; with AVX512-BF16 + VBMI that kernel for 1-2 tokens.
 constexpr KernelSet kAffineWords[2] = {
     {{kHwyAffineWords, kHwyAffineWords, kAffineWordsGemm}, affine_dequant_row},
     {{kBf16DotAffine, kAffineWordsFew, kAffineWordsGemm}, affine_dequant_row}};
@@ -146,9 +153,8 @@ const KernelSet* select_affine4(const MatView& w) {
   if (!groups_fit(w)) return nullptr;
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
-const KernelSet* select_affine_words(const MatView& w);
 const KernelSet* select_affine8(const MatView& w) {
-  if (affine_words_supported(w)) return select_affine_words(w);
+  if (affine_words_supported(w) && hwy_gemm_affine_supported(w)) return &kAffineBytes;
   return groups_fit(w) ? &kAffine8 : nullptr;
 }
 const KernelSet* select_affine_words(const MatView& w) {

@@ -195,6 +195,87 @@ void WordRows(const Call& c, const inkling::MatView& w, int64_t r0, int64_t r1, 
   }
 }
 
+// 8 bits: a code is a byte, so no word-lane layout is needed. Columns in natural order: N bytes
+// widen to u32 lanes and meet x as it lies; a vector lies within one group (groups of 32, 64, 128
+// are whole vectors), so each group's products gather in f32 and take its scale as a broadcast.
+// R rows share each x load; one token keeps two chains per row to cover FMA latency.
+template <int NT, int R>
+void ByteRows(const Call& c, const float* x, int64_t ldx, const inkling::MatView& w, int64_t r0,
+              int64_t r1, float* y, int64_t ldy, float* sf) {
+  constexpr int C = NT == 1 ? 2 : 1;  // chains per row and token
+  const DF df;
+  const DU du;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint8_t, DF> d8;
+  const int64_t N = int64_t(hn::Lanes(df)), group = w.group, ngroups = w.cols / group;
+  for (int64_t rb = r0; rb < r1; rb += R) {
+    if (rb + R > r1) {  // fewer than R rows left
+      ByteRows<NT, 1>(c, x, ldx, w, rb, r1, y, ldy, sf);
+      return;
+    }
+    const uint8_t* codes[R];
+    const uint8_t* ahead[R];  // the same row of the next block of rows, prefetched as this is read
+    float bias[R][NT];
+    float* bs = sf + R * c.sfs;
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) {
+      codes[i] = w.row(rb + i);
+      ahead[i] = w.row(std::min(rb + R + i, r1 - 1));
+      RowSidecars<NT>(w, rb + i, c, sf + i * c.sfs, bs, bias[i]);
+    }
+    VF tot[R][NT];
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t) tot[i][t] = hn::Zero(df);
+    for (int64_t g = 0; g < ngroups; ++g) {
+      const int64_t c0 = g * group;
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) {
+        hwy::Prefetch(ahead[i] + c0);
+        if (group > 64) hwy::Prefetch(ahead[i] + c0 + 64);
+      }
+      VF acc[C][R][NT];
+      _Pragma("GCC unroll 2") for (int ch = 0; ch < C; ++ch)
+          _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i)
+              _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t) acc[ch][i][t] = hn::Zero(df);
+      for (int64_t v = c0; v < c0 + group; v += C * N) {
+        _Pragma("GCC unroll 2") for (int ch = 0; ch < C; ++ch) {
+          VF q[R];
+          _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) q[i] = hn::ConvertTo(
+              df, hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(d8, codes[i] + v + ch * N))));
+          _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t) {
+            const VF xv = hn::LoadU(df, x + t * ldx + v + ch * N);
+            _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) acc[ch][i][t] =
+                hn::MulAdd(xv, q[i], acc[ch][i][t]);
+          }
+        }
+      }
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) {
+        const VF sv = hn::Set(df, sf[i * c.sfs + g]);
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t) {
+          VF a = acc[0][i][t];
+          if constexpr (C == 2) a = hn::Add(a, acc[C - 1][i][t]);
+          tot[i][t] = hn::MulAdd(sv, a, tot[i][t]);
+        }
+      }
+    }
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t) y[t * ldy + rb + i] =
+            hn::GetLane(hn::SumOfLanes(df, tot[i][t])) + bias[i][t];
+  }
+}
+
+void BytesPass(int nt, const Call& c, const float* x, int64_t ldx, const inkling::MatView& w,
+               int64_t r0, int64_t r1, float* y, int64_t ldy, float* sf) {
+  switch (nt) {
+    case 1:
+      return ByteRows<1, 4>(c, x, ldx, w, r0, r1, y, ldy, sf);
+    case 2:
+      return ByteRows<2, 4>(c, x, ldx, w, r0, r1, y, ldy, sf);
+    case 3:
+      return ByteRows<3, 2>(c, x, ldx, w, r0, r1, y, ldy, sf);
+    default:
+      return ByteRows<4, 2>(c, x, ldx, w, r0, r1, y, ldy, sf);
+  }
+}
+
 template <int kBits>
 void WordsPass(int nt, const Call& c, const inkling::MatView& w, int64_t r0, int64_t r1, float* y,
                int64_t ldy, float* sf) {
@@ -228,9 +309,11 @@ void AffineWordsRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
   for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
     const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
     const float* xb = x + t0 * ldx;
-    if (xp.size() < size_t(nt * c.xps)) xp.resize(size_t(nt * c.xps));
     if (xs.size() < size_t(nt * c.sfs)) xs.resize(size_t(nt * c.sfs));
-    affine_words_permute_x(L, xb, nt, ldx, w.cols, xp.data(), c.xps);
+    if (w.bits != 8) {
+      if (xp.size() < size_t(nt * c.xps)) xp.resize(size_t(nt * c.xps));
+      affine_words_permute_x(L, xb, nt, ldx, w.cols, xp.data(), c.xps);
+    }
     for (int t = 0; t < nt; ++t) {  // per-group sums of x (the bias term), zero padded
       for (int64_t g = 0; g < c.sfs; ++g) {
         float s = 0.f;
@@ -263,8 +346,8 @@ void AffineWordsRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
       case 6:
         WordsPass<6>(nt, c, w, r0, r1, yb, ldy, sf.data());
         break;
-      default:
-        WordsPass<8>(nt, c, w, r0, r1, yb, ldy, sf.data());
+      default:  // 8
+        BytesPass(nt, c, xb, ldx, w, r0, r1, yb, ldy, sf.data());
         break;
     }
   }

@@ -2,6 +2,7 @@
 // word-lane layout of ops/affine_words.h: codes are read as they lie in memory, N words per
 // vector, and decoded in registers by a per-lane shift (joined with the next word where a code
 // straddles two); x is permuted once per call to match. Highway, every target, runtime dispatch.
+// 8-bit codes are bytes: those views skip the layout and widen bytes in natural column order.
 // Scalar twin: quant_matmul_rows_ref (dequant_row + a double dot product).
 #pragma once
 

@@ -145,9 +145,9 @@ TEST(Formats, BindsKernelsPerShapeClass) {
   std::printf("[formats] bf16-dot kernel %s\n", bf ? "on" : "off (CPU or INKLING_NO_BF16DOT)");
   EXPECT_STREQ(q4.view.kernels->for_tokens(1).name, bf ? "avx512-bf16 q4" : "hwy quant");
   EXPECT_STREQ(fp4.view.kernels->for_tokens(5).name, bf ? "avx512-bf16 q4" : "hwy quant");
-  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy affine words");
+  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy affine bytes");
   EXPECT_STREQ(q8.view.kernels->for_tokens(64).name,
-               "hwy affine words (8-31 tokens) / hwy gemm affine");
+               "hwy affine bytes (8-31 tokens) / hwy gemm affine");
   EXPECT_STREQ(q4.view.kernels->for_tokens(64).name,
                hwy_gemm_q4_supported(q4.view) ? "hwy gemm q4" : "hwy quant");
   EXPECT_EQ(q4.view.kernels->dequant_row, &affine_dequant_row);
