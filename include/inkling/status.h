@@ -67,9 +67,9 @@ class Result {
 #define INK_CHECK(cond) ((cond) ? (void)0 : ::inkling::check_failed(#cond, __FILE__, __LINE__))
 
 // Return early from a function returning Status or Result<U> when `expr` (a Status) failed.
-#define INK_RETURN_IF_ERROR(expr)                 \
-  do {                                            \
-    ::inkling::Status ink_status_ = (expr);       \
+#define INK_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::inkling::Status ink_status_ = (expr);    \
     if (!ink_status_.ok()) return ink_status_; \
   } while (0)
 
