@@ -26,12 +26,12 @@ namespace {
 // The kernel the registry bound to the routed experts (else the largest group) for one token,
 // e.g. "avx512-bf16 q4" or "hwy quant"; INKLING_NO_BF16DOT=1 selects the portable kernels.
 std::string q4_decode_kernel(const ModelInfo& info) {
-  const ModelInfo::Storage* best = nullptr;
-  for (const ModelInfo::Storage& s : info.storage)
-    if (!best || (s.group == "routed experts") > (best->group == "routed experts") ||
-        ((s.group == "routed experts") == (best->group == "routed experts") &&
-         s.bytes > best->bytes))
-      best = &s;
+  const ModelInfo::Storage* best = nullptr;  // the routed experts, else the largest group
+  for (const ModelInfo::Storage& s : info.storage) {
+    const bool experts = s.group == "routed experts";
+    if (!best || experts || (best->group != "routed experts" && s.bytes > best->bytes)) best = &s;
+    if (experts) break;
+  }
   if (!best) return "";
   const std::string k = best->kernel_one;
   return k.rfind("hwy", 0) == 0 ? k + " (" + simd_target_name() + ")" : k;

@@ -165,17 +165,4 @@ Result<std::vector<Group>> parse_modules(const std::string& text) {
   return out;
 }
 
-bool glob_match(const char* p, const char* s) {
-  for (; *p; ++p, ++s) {
-    if (*p == '*') {
-      for (const char* t = s;; ++t) {
-        if (glob_match(p + 1, t)) return true;
-        if (!*t) return false;
-      }
-    }
-    if (!*s || (*p != '?' && *p != *s)) return false;
-  }
-  return !*s;
-}
-
 }  // namespace inkling::cli

@@ -3,6 +3,8 @@
 // parsing; which module a spec lands on is quantize_plan's business.
 #pragma once
 
+#include "base/glob.h"
+
 #include <optional>
 #include <span>
 #include <string>
@@ -65,8 +67,5 @@ Result<Override> parse_override(const std::string& text);
 
 // --modules LIST: comma-separated group keys or "all".
 Result<std::vector<Group>> parse_modules(const std::string& text);
-
-// Shell-style match with `*` (any run, dots included) and `?` (one character).
-bool glob_match(const char* pattern, const char* text);
 
 }  // namespace inkling::cli

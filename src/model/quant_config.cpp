@@ -2,6 +2,8 @@
 // overrides, ModelOpt `hf_quant_config.json` or an HF `quantization_config` of quant_method
 // "modelopt") into QuantConfig, and the per-module lookup binding uses.
 #include "model/quant_config.h"
+
+#include "base/glob.h"
 #include "base/json_limits.h"
 
 #include <filesystem>
@@ -37,20 +39,6 @@ QuantMode parse_mode(const std::string& s) {
   if (s == "nvfp4" || s == "NVFP4") return QuantMode::kNvfp4;
   if (s == "mxfp4") return QuantMode::kMxfp4;
   return QuantMode::kOther;
-}
-
-// Shell-style match with `*` (any run) and `?` (one character).
-bool glob_match(const char* p, const char* s) {
-  for (; *p; ++p, ++s) {
-    if (*p == '*') {
-      for (const char* t = s;; ++t) {
-        if (glob_match(p + 1, t)) return true;
-        if (!*t) return false;
-      }
-    }
-    if (!*s || (*p != '?' && *p != *s)) return false;
-  }
-  return !*s;
 }
 
 Status bad(const std::string& file, const std::string& what) {

@@ -34,6 +34,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
+
+#include "ops/bf16dot-inl.h"
 #else
 #define INKLING_HAVE_BF16DOT 0
 #endif
@@ -55,9 +57,6 @@ namespace {
 std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the environment)
 
 #if INKLING_HAVE_BF16DOT
-
-#define INK_BF16DOT \
-  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
 // Tokens per pass. Each token adds three VDPBF16PS per 32 weights (one per part of x), so the
 // shared unpacking stops paying off: measured on Zen 4, from 3 tokens on the Highway kernel is as
@@ -108,10 +107,7 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, P
             const int64_t c = b * 128 + 8 * k + 4 * h + j;
             uint16_t hi = 0, mid = 0, lo = 0;  // x = hi + mid + lo exactly (3 x 8 bits)
             if (c < cols) {
-              hi = f32_to_bf16(in[c]);
-              const float r = in[c] - bf16_to_f32(hi);
-              mid = f32_to_bf16(r);
-              lo = f32_to_bf16(r - bf16_to_f32(mid));
+              bf16dot::split3(in[c], &hi, &mid, &lo);
               xs[c / group] += in[c];
             }
             uint16_t* s = o + b * kXBlock + j * 96 + 2 * k + h;
@@ -119,43 +115,6 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, P
             s[32] = mid;
             s[64] = lo;
           }
-  }
-}
-
-// Row i's scales (f32, zero padded to gs) into s, and b - 16 s into bs.
-INK_BF16DOT void row_scales(const MatView& w, int64_t r, int64_t ngroups, int64_t gs, float* s,
-                            float* bs) {
-  const size_t ssz = dtype_size(w.scale_dtype);
-  const uint8_t* srow = w.scales + size_t(r * w.scale_stride) * ssz;
-  const uint8_t* brow = w.biases + size_t(r * w.scale_stride) * ssz;
-  if (w.scale_dtype == DType::BF16) {
-    const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
-    const uint16_t* b16 = reinterpret_cast<const uint16_t*>(brow);
-    for (int64_t g = 0; g < ngroups; g += 16) {
-      const int64_t n = std::min<int64_t>(16, ngroups - g);
-      const __mmask16 m = __mmask16((1u << n) - 1u);
-      const __m512 sv = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s16 + g)), 16));
-      const __m512 bv = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b16 + g)), 16));
-      _mm512_storeu_ps(s + g, sv);
-      _mm512_storeu_ps(bs + g, _mm512_fnmadd_ps(_mm512_set1_ps(16.f), sv, bv));
-    }
-  } else {
-    for (int64_t g = 0; g < ngroups; ++g) {
-      s[g] = load_as_f32(w.scale_dtype, srow, size_t(g));
-      bs[g] = load_as_f32(w.scale_dtype, brow, size_t(g)) - 16.f * s[g];
-    }
-  }
-  for (int64_t g = ngroups; g < gs; ++g) s[g] = bs[g] = 0.f;
-}
-
-// Starts loading row r's scales and biases.
-INK_BF16DOT inline void prefetch_scales(const MatView& w, int64_t r, int64_t ngroups) {
-  const size_t ssz = dtype_size(w.scale_dtype), off = size_t(r * w.scale_stride) * ssz;
-  for (size_t b = 0; b < size_t(ngroups) * ssz; b += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(w.scales + off + b), _MM_HINT_T0);
-    if (w.biases) _mm_prefetch(reinterpret_cast<const char*>(w.biases + off + b), _MM_HINT_T0);
   }
 }
 
@@ -223,7 +182,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
       codes[i] = reinterpret_cast<const uint32_t*>(w.row(rb + i));
       const int64_t rn = std::min(rb + R + i, r1 - 1);
       ahead[i] = reinterpret_cast<const char*>(w.row(rn));
-      prefetch_scales(w, rn, ngroups);
+      bf16dot::prefetch_scales(w, rn, ngroups);
       float* s = sfb + i * gs;
       float* bs = sfb + kRowsMax * gs;
       if constexpr (kFp4) {
@@ -231,7 +190,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) bias[i][t] = 0.f;
         continue;
       }
-      row_scales(w, rb + i, ngroups, gs, s, bs);
+      bf16dot::affine_row_scales(w, rb + i, ngroups, gs, s, bs);
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
         const float* xsum = p.xsum.data() + t * gs;
         __m512 a = _mm512_setzero_ps();
