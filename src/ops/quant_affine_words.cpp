@@ -7,6 +7,7 @@
 // once per row. When bits divides 32 the shifts are immediates; otherwise they come from the
 // layout's per-lane table, and steps whose code may straddle two words OR in the next word
 // (loaded one word further on). Rows are read in blocks of R with the next block prefetched.
+// 8-bit codes are bytes and skip the layout (ByteRows: natural column order).
 #include "ops/quant_affine_words.h"
 
 #include <algorithm>
