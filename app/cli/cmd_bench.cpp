@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpus.h"
 #include "commands.h"
 #include "inkling/engine.h"
 #include "kv_option.h"
@@ -40,11 +41,12 @@ std::string q4_decode_kernel(const ModelInfo& info) {
 struct BenchArgs {
   std::string model_dir;
   int64_t prompt = 512, gen = 128, context = 0;
-  int threads = 2;
+  int threads = 0;  // 0: one per CPU this process may use
   int64_t chunk = 256;
   bool json = false;
   KvCacheType kv_type = KvCacheType::kF32;
   std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
+  int batch = 0;  // also time Engine::step over this many sessions, one token each
 };
 
 double now_s() {
@@ -141,7 +143,9 @@ double attention_seconds(const ModelConfig& c, int64_t context, KvCacheType kv_t
   return total;
 }
 
-int run_bench(const BenchArgs& a) {
+int run_bench(const BenchArgs& args) {
+  BenchArgs a = args;
+  if (a.threads <= 0) a.threads = available_cpus();
   auto cfg = load_config(a.model_dir);
   if (!cfg.ok()) return fail(cfg.status().message());
   EngineOptions opts;
@@ -216,6 +220,38 @@ int run_bench(const BenchArgs& a) {
     seg_rate.push_back(double(n) / dt);
   }
 
+  // Batched decode (continuous batching): `batch` sessions at the same context, one token each
+  // per Engine::step, against the single-session decode just measured.
+  double batch_tok_s = 0;
+  if (a.batch > 0) {
+    log("batched decode");
+    std::vector<std::unique_ptr<Session>> owned;
+    std::vector<Session*> ss;
+    std::vector<std::vector<int32_t>> toks(size_t(a.batch));
+    for (int b = 0; b < a.batch; ++b) {
+      owned.push_back(engine->new_session());
+      Session* s = owned.back().get();
+      const auto p = random_tokens(rng, 1, info.unpadded_vocab);
+      if (auto r = s->prefill(p); !r.ok()) return fail(r.status().message());
+      if (Status st = s->reserve(ctx0 + a.gen + 1); !st.ok()) return fail(st.message());
+      if (ctx0 > 1)
+        if (Status st = s->fast_forward(ctx0 - 1, 11 + uint64_t(b)); !st.ok())
+          return fail(st.message());
+      ss.push_back(s);
+      toks[size_t(b)] = random_tokens(rng, a.gen, info.unpadded_vocab);
+    }
+    std::vector<std::span<const int32_t>> in(size_t(a.batch));
+    auto run_step = [&](int64_t j) {
+      for (int b = 0; b < a.batch; ++b) in[size_t(b)] = {&toks[size_t(b)][size_t(j)], 1};
+      return engine->step(ss, in);
+    };
+    if (Status st = run_step(0); !st.ok()) return fail(st.message());  // warm-up
+    t0 = now_s();
+    for (int64_t j = 1; j < a.gen; ++j)
+      if (Status st = run_step(j); !st.ok()) return fail(st.message());
+    batch_tok_s = double(a.batch) * double(a.gen - 1) / (now_s() - t0);
+  }
+
   // The limits again: on a shared machine they drift during a run. The larger of the two
   // readings is the ceiling (the conservative choice for our ratios).
   log("measuring the limits again");
@@ -256,6 +292,8 @@ int run_bench(const BenchArgs& a) {
 
   if (a.json) {
     nlohmann::json j = {{"model_dir", a.model_dir},
+                        {"cpu", cpu_model_name()},
+                        {"cpus_available", available_cpus_source()},
                         {"threads", a.threads},
                         {"simd_target", simd_target_name()},
                         {"kv_type", info.kv_type},
@@ -279,11 +317,15 @@ int run_bench(const BenchArgs& a) {
                         {"prefill_gflops", prefill_tok_s * flops / 1e9},
                         {"prefill_ratio", prefill_ratio},
                         {"weight_bytes_per_element", weight_bytes_json(wb)},
+                        {"batch", a.batch},
+                        {"batch_decode_tok_s", batch_tok_s},
+                        {"batch_speedup", a.batch > 0 ? batch_tok_s / decode_tok_s : 0.0},
                         {"projected", projected}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
   std::printf("model:     %s (%s)\n", a.model_dir.c_str(), info.layout.c_str());
+  std::printf("host:      %s (%s)\n", cpu_model_name().c_str(), available_cpus_source().c_str());
   std::printf(
       "machine:   %d threads, SIMD %s (4-bit decode: %s), read bandwidth %.1f GB/s (%.1f / %.1f "
       "before / after), "
@@ -307,6 +349,11 @@ int run_bench(const BenchArgs& a) {
       "probe just before it; median probe %.1f GB/s)\n",
       decode_ratio_interleaved, seg_ratio.size(), int(kSegment), bw_interleaved);
   std::printf("prefill_ratio = %.3f  (prefill FLOP/s / FMA peak)\n", prefill_ratio);
+  if (a.batch > 0)
+    std::printf(
+        "batched:   %d sessions, one token each per Engine::step: %.3f tok/s = %.2f x the "
+        "single-session decode\n",
+        a.batch, batch_tok_s, batch_tok_s / decode_tok_s);
   for (const auto& p : projected)
     std::printf(
         "projected decode at context %6lld: attention %.2f ms/token, %.3f tok/s, ratio %.3f, "
@@ -328,11 +375,16 @@ Runner add_bench(CLI::App& app) {
   app.add_option("--gen-tokens", a->gen, "decode steps to time")->check(CLI::PositiveNumber);
   app.add_option("--context", a->context,
                  "fill the cache to this many tokens before timing decode (default: the prompt)");
-  app.add_option("--threads", a->threads, "worker threads (engine and probes)")
-      ->check(CLI::PositiveNumber);
+  app.add_option("-t,--threads", a->threads,
+                 "worker threads, engine and probes (0 = one per CPU this process may use)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--chunk", a->chunk, "prefill chunk (tokens per forward call)")
       ->check(CLI::PositiveNumber);
   add_kv_type_option(app, &a->kv_type);
+  app.add_option("--batch", a->batch,
+                 "also time Engine::step over this many sessions at the same context, one token "
+                 "each (continuous batching), against the single-session decode")
+      ->check(CLI::Range(0, 256));
   app.add_option("--attention-contexts", a->attn_contexts,
                  "also time decode attention on synthetic caches at these contexts and project "
                  "decode speed there (e.g. 1024,8192,32768)")

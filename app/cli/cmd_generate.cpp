@@ -249,7 +249,7 @@ Runner add_generate(CLI::App& app) {
   app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")
       ->check(CLI::Range(0, 1 << 24));
   add_sampling_options(app, &a->sampling);
-  app.add_option("-t,--threads", a->threads, "worker threads (0 = all cores)")
+  app.add_option("-t,--threads", a->threads, "worker threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 1024));
   app.add_option("-c,--ctx-size", a->ctx_size,
                  "longest sequence (prompt + generated); 0 = the model's max_position_embeddings")

@@ -24,7 +24,7 @@ const char* kv_cache_type_name(KvCacheType t);
 Result<KvCacheType> parse_kv_cache_type(std::string_view name);
 
 struct EngineOptions {
-  int n_threads = 0;            // 0 = all hardware threads
+  int n_threads = 0;            // 0 = one per CPU this process may use (affinity, cgroup quota)
   int64_t prefill_chunk = 256;  // tokens per forward call during prefill (at most 2^20)
   // Longest sequence a session may hold; 0 = the config's max_position_embeddings (or
   // model_max_length), unlimited when the config has neither.

@@ -4,6 +4,8 @@
 // locks on the fast path.
 #include "base/thread_pool.h"
 
+#include "base/cpus.h"
+
 #include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,7 +40,7 @@ bool spin_wait(Done done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
-  if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (n_threads <= 0) n_threads = available_cpus();
   n_threads_ = n_threads;
   for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }

@@ -19,7 +19,7 @@ namespace inkling {
 
 class ThreadPool {
  public:
-  // n_threads <= 0 picks the hardware concurrency.
+  // n_threads <= 0 picks one thread per CPU this process may use (base/cpus.h).
   explicit ThreadPool(int n_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
