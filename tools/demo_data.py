@@ -20,6 +20,15 @@ Steps (all deterministic, seed 1234):
   6. tokenize everything (documents joined by <|endoftext|>) into uint16 arrays.
 
 Usage:  python3 tools/demo_data.py [--out build-demo/data] [--model-dir models/inkling-demo]
+        python3 tools/demo_data.py --stage 2 --out build-demo/data2   # fine-tuning data, see below
+
+Stage 2 (the fine-tuning run of tools/train_demo.py --init) keeps the stage-1 tokenizer of the
+model folder (so the stage-1 checkpoint stays valid) and the same plain documents and split, and
+draws a new, larger set of conversations (other seed) in which a verse answer opens with a
+heading that names the word and the reference ("A verse about light, from Genesis 1:3:") before
+the verse itself. Stage 1 answered with the bare verse; a 7.8 M-parameter model trained on 2 M
+tokens did not learn to pick a verse by the word, but a heading copied from the question is easy
+to learn (the short convs let a key carry "the word after 'about'") and then conditions the verse.
 """
 
 from __future__ import annotations
@@ -219,8 +228,9 @@ def first_sentences(text: str, limit: int = 220) -> str:
 
 
 class ChatMaker:
-    def __init__(self, rng, chapters, fortunes_, jargon):
+    def __init__(self, rng, chapters, fortunes_, jargon, headed=False):
         self.rng = rng
+        self.headed = headed  # stage 2: "A verse about {w}, from {ref}:\n{verse}"
         self.by_word = {}
         for book, ch, vs in chapters:
             for vn, text in vs:
@@ -240,7 +250,8 @@ class ChatMaker:
         if kind == "verse":
             w = r.choice(self.words)
             text, ref, book = r.choice(self.by_word[w])
-            return (r.choice(VERSE_ASKS).format(w=w), f"{text} ({ref})",
+            answer = f"A verse about {w}, from {ref}:\n{text}" if self.headed else f"{text} ({ref})"
+            return (r.choice(VERSE_ASKS).format(w=w), answer,
                     r.choice(VERSE_THINK).format(w=w, book=book))
         if kind == "fortune":
             return r.choice(FORTUNE_ASKS), r.choice(self.fortunes), r.choice(FORTUNE_THINK)
@@ -331,7 +342,11 @@ def main():
     ap.add_argument("--model-dir", default=str(ROOT / "models" / "inkling-demo"))
     ap.add_argument("--n-chats", type=int, default=24000)
     ap.add_argument("--no-install", action="store_true")
+    ap.add_argument("--stage", type=int, choices=(1, 2), default=1,
+                    help="2: fine-tuning data (headed verse answers, new chats, the model folder's tokenizer)")
     args = ap.parse_args()
+    if args.stage == 2 and args.n_chats == 24000:
+        args.n_chats = 36000
     out, mdir = Path(args.out), Path(args.model_dir)
     out.mkdir(parents=True, exist_ok=True)
     mdir.mkdir(parents=True, exist_ok=True)
@@ -366,8 +381,10 @@ def main():
     jv = set(split["val"]["jargon"])
     j_train = [e for e in jarg if (f"{e[0]}: {e[1]}\n" + "\n".join(e[2]) if e[1] else f"{e[0]}:\n" + "\n".join(e[2])) not in jv]
     j_val = [e for e in jarg if e not in j_train]
-    makers = {"train": ChatMaker(random.Random(SEED + 1), ch_train, split["train"]["fortunes"], j_train),
-              "val": ChatMaker(random.Random(SEED + 2), ch_val, split["val"]["fortunes"], j_val)}
+    seed = SEED if args.stage == 1 else SEED + 100
+    headed = args.stage == 2
+    makers = {"train": ChatMaker(random.Random(seed + 1), ch_train, split["train"]["fortunes"], j_train, headed),
+              "val": ChatMaker(random.Random(seed + 2), ch_val, split["val"]["fortunes"], j_val, headed)}
     chats = {"train": [], "val": []}
     for part, n in (("train", args.n_chats), ("val", max(200, args.n_chats // 20))):
         for _ in range(n):
@@ -383,10 +400,13 @@ def main():
             tok_texts.append(m["content"])
             if m.get("reasoning_content"):
                 tok_texts.append(m["reasoning_content"])
-    tok = train_tokenizer(tok_texts, added)
-    tok.save(str(mdir / "tokenizer.json"))
-    (mdir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(tok, added), indent=1) + "\n")
-    shutil.copyfile(INKLING_DATA / "chat_template.jinja", mdir / "chat_template.jinja")
+    if args.stage == 1:
+        tok = train_tokenizer(tok_texts, added)
+        tok.save(str(mdir / "tokenizer.json"))
+        (mdir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(tok, added), indent=1) + "\n")
+        shutil.copyfile(INKLING_DATA / "chat_template.jinja", mdir / "chat_template.jinja")
+    else:
+        tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
     eot = tok.token_to_id("<|endoftext|>")
 
     # token streams: documents (shuffled, plain and chat mixed) joined by <|endoftext|>

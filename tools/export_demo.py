@@ -37,6 +37,7 @@ from train_demo import MODEL_CFG, build, losses  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GREEDY_PROMPT = "In the beginning"
+EOT_ID = 4001  # <|endoftext|> in the demo tokenizer (Inkling's added tokens start at 4000)
 
 
 def write_model(model, mtp, cfg, out: Path):
@@ -51,8 +52,13 @@ def write_model(model, mtp, cfg, out: Path):
     c["text_config"]["model_max_length"] = cfg.max_position_embeddings
     c["pad_token_id"] = None
     (out / "config.json").write_text(json.dumps(c, indent=1) + "\n")
+    # Generation ends at the end of an answer (<|content_model_end_sampling|>) and at the end of a
+    # document (<|endoftext|>, the separator of the training stream): a plain-text prompt's
+    # continuation otherwise runs on into the next, unrelated document. (transformers' config
+    # classes take one eos id; its GenerationConfig, like the engine, takes a list.)
+    eos = [MODEL_CFG["eos_token_id"], EOT_ID]
     (out / "generation_config.json").write_text(json.dumps(
-        {"eos_token_id": MODEL_CFG["eos_token_id"], "do_sample": False}, indent=1) + "\n")
+        {"eos_token_id": eos, "do_sample": False}, indent=1) + "\n")
     return og
 
 
@@ -91,6 +97,13 @@ def full_eval(model, mtp, val, seq, n_seqs):
                  "top1_agreement_with_trunk_next_next": agree[d] / rows[d], "top1_acc": acc[d] / rows[d]}
                 for d in range(len(mtp.layers))],
     }
+
+
+def text48(tok, ids):
+    stops = {MODEL_CFG["eos_token_id"], EOT_ID}
+    cut = next((i for i, t in enumerate(ids[:48]) if t in stops), 48)
+    text = tok.decode(ids[:cut], skip_special_tokens=True)
+    return text if cut < 48 else text.rsplit(" ", 1)[0]
 
 
 @torch.no_grad()
@@ -167,8 +180,9 @@ def main():
     gids, margins = greedy(ref, gp, 64)
     (fx / "greedy.json").write_text(json.dumps({
         "prompt": GREEDY_PROMPT, "prompt_ids": gp, "ids": gids, "text": tok.decode(gids),
-        # what `generate -n 48` prints, cut at the last space (no partial UTF-8 at the end)
-        "text48": tok.decode(gids[:48]).rsplit(" ", 1)[0],
+        # what `generate -n 48` prints (control tokens left out; it stops at an eos id), cut at
+        # the last space when it runs all 48 tokens (no partial UTF-8 at the end)
+        "text48": text48(tok, gids),
         "min_margin": min(margins)}, indent=1) + "\n")
     # MTP reference on the 32-token prompt: per depth argmax ids and a few logits rows
     with torch.no_grad():
@@ -197,8 +211,8 @@ def main():
     samples = {}
     for p in [GREEDY_PROMPT, "And God said", "A fool"]:
         ids = tok.encode(p, add_special_tokens=False).ids
-        g, _ = greedy(ref, ids, 40)
-        samples[p] = p + tok.decode(g)
+        g, _ = greedy(ref, ids, 48)
+        samples[p] = p + text48(tok, g)
     res["hf_greedy_samples"] = samples
     res["greedy_fixture"] = {"text": GREEDY_PROMPT + tok.decode(gids), "min_margin": min(margins)}
     res["ppl_fixture"] = {"tokens": len(vtext_ids), "ppl": math.exp(float(nll) / (len(vtext_ids) - 1))}

@@ -6,7 +6,13 @@ streams written by tools/demo_data.py.  Reproducible: fixed seeds, a step-based 
 
     python3 tools/demo_data.py                      # corpus, tokenizer, chats -> build-demo/data
     nice -n 5 python3 tools/train_demo.py --deadline 04:38
-    python3 tools/export_demo.py                    # -> models/inkling-demo (bf16, OG layout)
+    python3 tools/demo_data.py --stage 2 --no-install --out build-demo/data2
+    nice -n 5 python3 tools/train_demo.py --data build-demo/data2 --ckpt build-demo/ckpt2 \
+        --init build-demo/ckpt/last.pt --steps 800 --lr 1e-3 --warmup 20
+    python3 tools/export_demo.py --ckpt build-demo/ckpt2/best.pt   # -> models/inkling-demo
+
+--init starts a second stage from a checkpoint's weights with a fresh optimizer and its own
+warm-up + cosine schedule (the step counter starts at 0 again).
 
 Checkpoints: build-demo/ckpt/{last,best}.pt (best = lowest validation loss of the periodic
 evaluations), written every --eval-every steps, so a kill loses little.
@@ -185,6 +191,8 @@ def main():
     ap.add_argument("--deadline", default=None, help="HH:MM UTC: stop (and keep the best checkpoint) by then")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--seed", type=int, default=SEED, help="numpy seed of the batch windows (a later stage uses another)")
+    ap.add_argument("--init", default=None, help="start from this checkpoint's weights (fresh optimizer and schedule)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     ck = Path(args.ckpt)
@@ -210,6 +218,11 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     step0, best = 0, float("inf")
+    if args.init and not (args.resume and (ck / "last.pt").exists()):
+        st = torch.load(args.init, weights_only=False)
+        model.load_state_dict(st["model"])
+        mtp.load_state_dict(st["mtp"])
+        print(f"initialised from {args.init} (step {st['step']})", flush=True)
     if args.resume and (ck / "last.pt").exists():
         st = torch.load(ck / "last.pt", weights_only=False)
         model.load_state_dict(st["model"])
@@ -225,7 +238,7 @@ def main():
         f = (s - args.warmup) / max(1, args.steps - args.warmup)
         return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, f))))
 
-    g = np.random.default_rng(SEED)
+    g = np.random.default_rng(args.seed)
     for _ in range(step0):  # keep the batch sequence identical on resume
         g.integers(0, len(train) - args.seq - 1, size=args.batch)
     t0 = time.time()

@@ -73,6 +73,18 @@ WeightBytes weight_bytes(const ModelInfo& info) {
   return wb;
 }
 
+// The kernels the format registry bound, per module group and storage format and shape class.
+nlohmann::json kernels_json(const ModelInfo& info) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ModelInfo::Storage& s : info.storage)
+    out.push_back({{"group", s.group},
+                   {"format", s.format},
+                   {"one_token", s.kernel_one},
+                   {"few_tokens", s.kernel_few},
+                   {"gemm", s.kernel_gemm}});
+  return out;
+}
+
 nlohmann::json weight_bytes_json(const WeightBytes& wb) {
   return {{"attention", wb.attention},
           {"dense_mlp", wb.dense_mlp},
@@ -298,6 +310,7 @@ int run_bench(const BenchArgs& args) {
                         {"simd_target", simd_target_name()},
                         {"kv_type", info.kv_type},
                         {"q4_decode_kernel", q4_decode_kernel(info)},
+                        {"kernels", kernels_json(info)},
                         {"prompt_tokens", a.prompt},
                         {"gen_tokens", a.gen},
                         {"context", ctx0},

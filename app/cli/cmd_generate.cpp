@@ -32,6 +32,7 @@ struct GenerateArgs {
   int64_t ctx_size = 0;
   int logprobs = -1;  // -1: off; else how many top alternatives to report per token
   bool json = false;
+  bool special = false;  // print control tokens (<|end_message|>, ...) as text
   KvCacheType kv_type = KvCacheType::kF32;
   SamplingOptions sampling;
 };
@@ -172,7 +173,7 @@ int run_generate(const GenerateArgs& a) {
   std::vector<SampledToken> lps;  // --logprobs
   std::string finish = "length", text;
   std::unique_ptr<StreamDecoder> stream;
-  if (tokenizer) stream = std::make_unique<StreamDecoder>(tokenizer);
+  if (tokenizer) stream = std::make_unique<StreamDecoder>(tokenizer, /*skip_special=*/!a.special);
   auto is_eos = [&](int32_t t) {
     return std::find(info.eos_ids.begin(), info.eos_ids.end(), t) != info.eos_ids.end();
   };
@@ -249,7 +250,8 @@ Runner add_generate(CLI::App& app) {
   app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")
       ->check(CLI::Range(0, 1 << 24));
   add_sampling_options(app, &a->sampling);
-  app.add_option("-t,--threads", a->threads, "worker threads (0 = one per CPU this process may use)")
+  app.add_option("-t,--threads", a->threads,
+                 "worker threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 1024));
   app.add_option("-c,--ctx-size", a->ctx_size,
                  "longest sequence (prompt + generated); 0 = the model's max_position_embeddings")
@@ -260,6 +262,9 @@ Runner add_generate(CLI::App& app) {
       ->check(CLI::Range(0, 20));
   add_kv_type_option(app, &a->kv_type);
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
+  app.add_flag("--special", a->special,
+               "print control tokens (<|end_message|>, ...) as text; by default they are left out "
+               "of the text, as Hugging Face's decode(skip_special_tokens=True) does");
   app.add_option("--dump-logits", a->dump_logits,
                  "write the prompt's teacher-forced logits to this .npy file");
   app.add_option("--dump-activations", a->dump_activations,

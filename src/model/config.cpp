@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -301,11 +302,47 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   return c;
 }
 
+namespace {
+
+// Adds generation_config.json's eos_token_id (one id or a list) to the config's end ids.
+Status add_generation_eos(const std::string& text, const std::string& source, ModelConfig* c) {
+  INK_RETURN_IF_ERROR(check_json_depth(text, "[config] " + source));
+  json root = json::parse(text, nullptr, false);
+  if (root.is_discarded() || !root.is_object())
+    return Status::error("[config] " + source + ": not a JSON object");
+  const json* v = root.contains("eos_token_id") ? &root["eos_token_id"] : nullptr;
+  if (!v || v->is_null()) return Status::success();
+  Fields f(root, "");
+  std::vector<int32_t> ids;
+  read_eos(v, &ids, &f);
+  INK_RETURN_IF_ERROR(f.status().with_context("[config] " + source + ": "));
+  for (int32_t e : ids) {
+    if (e >= c->vocab_size)
+      return Status::error("[config] " + source + ": field 'eos_token_id' (" + std::to_string(e) +
+                           ") is outside the vocabulary");
+    if (std::find(c->eos_ids.begin(), c->eos_ids.end(), e) == c->eos_ids.end())
+      c->eos_ids.push_back(e);
+  }
+  return Status::success();
+}
+
+}  // namespace
+
 Result<ModelConfig> load_config(const std::string& model_dir) {
   const std::string path = model_dir + "/config.json";
   auto text = read_text_file(path);
   if (!text.ok()) return text.status().with_context("[config] ");
-  return parse_config(text.value(), path);
+  auto c = parse_config(text.value(), path);
+  if (!c.ok()) return c;
+  // generation_config.json (what transformers' generate() stops on) may list more end ids, e.g.
+  // the end of a document besides the end of an answer: generation stops at any of them.
+  const std::string gen = model_dir + "/generation_config.json";
+  if (std::filesystem::exists(gen)) {
+    auto g = read_text_file(gen);
+    if (!g.ok()) return g.status().with_context("[config] ");
+    INK_RETURN_IF_ERROR(add_generation_eos(g.value(), gen, &c.value()));
+  }
+  return c;
 }
 
 }  // namespace inkling

@@ -1,19 +1,19 @@
 // The README's first command and a chat, run as a user runs them, on the shipped demo model
 // (models/inkling-demo): `generate` from a text prompt prints the transformers greedy
 // continuation (tests/fixtures/demo/greedy.json) as words and sentences, and `inkling chat`
-// driven through stdin answers a verse request with a verse and its reference, a fortune request
-// with a fortune and a jargon question with a definition, reasoning about the requested word at
-// a non-zero effort. Also the
-// model's own tokenizer and the chat template against Hugging Face's (tests/fixtures/demo).
+// driven through stdin answers a verse request with a heading naming the requested word and a
+// reference, then a verse; a fortune request with a fortune and a jargon question with a
+// definition, reasoning about the requested word at a non-zero effort. Also the model's own
+// tokenizer and the chat template against Hugging Face's (tests/fixtures/demo).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <optional>
-#include <regex>
 #include <vector>
 
+#include "../common/demo_answers.h"
 #include "../common/fixtures.h"
 #include "../common/run_cli.h"
 #include "inkling/chat.h"
@@ -80,13 +80,8 @@ TEST_F(CliDemo, Mlx4BitCopyLoadsAndWrites) {
   EXPECT_NE(info.out.find("affine q4/g64"), std::string::npos) << info.out;
 }
 
-// A verse answer ends with its reference, e.g. "... (Psalms 105:3)".
-bool ends_with_verse_reference(const std::string& s) {
-  static const std::regex re(R"(\((?:[1-3] )?[A-Z][A-Za-z]+(?: [A-Za-z]+)* [0-9]+:[0-9]+\)\s*$)");
-  return std::regex_search(s, re);
-}
-
-// Three turns at effort none: a verse (with its reference), a fortune, a Jargon File meaning.
+// Three turns at effort none: a verse about light (heading with the word and a reference, then
+// the verse), a fortune, a Jargon File meaning.
 TEST_F(CliDemo, ChatAnswersEachKindOfRequest) {
   TempDir dir;
   write_file(dir.path() + "/turns.txt",
@@ -100,10 +95,14 @@ TEST_F(CliDemo, ChatAnswersEachKindOfRequest) {
   std::vector<std::string> lines;
   for (size_t pos = 0, end; (end = r.out.find('\n', pos)) != std::string::npos; pos = end + 1)
     lines.push_back(r.out.substr(pos, end - pos));
-  // The fortune may span lines (its attribution); the verse and the meaning are one line each.
-  ASSERT_GE(lines.size(), 3u) << r.out;
-  EXPECT_TRUE(ends_with_verse_reference(lines.front())) << lines.front();
-  EXPECT_GE(std::count(lines[1].begin(), lines[1].end(), ' '), 3) << r.out;  // a fortune: words
+  // Heading and verse are two lines; the fortune may span lines (its attribution); the meaning
+  // is one line.
+  ASSERT_GE(lines.size(), 4u) << r.out;
+  const auto verse = testing::parse_verse_answer(r.out);
+  EXPECT_TRUE(verse.ok) << r.out;
+  EXPECT_EQ(verse.word, "light") << r.out;
+  EXPECT_GE(testing::word_count(verse.verse), 4) << r.out;
+  EXPECT_GE(std::count(lines[2].begin(), lines[2].end(), ' '), 3) << r.out;  // a fortune: words
   EXPECT_NE(lines.back().find(": "), std::string::npos) << lines.back();  // "term: [...] meaning"
 }
 
@@ -121,7 +120,9 @@ TEST_F(CliDemo, ChatReasonsAboutTheRequestedWord) {
   const std::string reasoning = r.out.substr(0, nl), answer = r.out.substr(nl + 1);
   EXPECT_NE(lower(reasoning).find("verse"), std::string::npos) << r.out;
   EXPECT_NE(lower(reasoning).find("light"), std::string::npos) << r.out;
-  EXPECT_TRUE(ends_with_verse_reference(answer)) << r.out;
+  const auto verse = testing::parse_verse_answer(answer);
+  EXPECT_TRUE(verse.ok) << r.out;
+  EXPECT_EQ(verse.word, "light") << r.out;
 }
 
 // The model's own 4060-token BPE and Inkling's control tokens at ids 4000..4059: the engine's
