@@ -240,6 +240,30 @@ TEST(Config, EosIntOrListTopLevelWins) {
   EXPECT_EQ(null_top.eos_ids, (std::vector<int32_t>{3}));
 }
 
+// generation_config.json's eos ids (one or a list) are added to config.json's; a bad file or an
+// id outside the vocabulary is one error naming generation_config.json.
+TEST(Config, GenerationConfigEosIdsAreAdded) {
+  testing::TempDir dir;
+  json cfg = testing::tiny_config_json(false);
+  cfg["eos_token_id"] = 3;
+  testing::write_file(dir.path() + "/config.json", cfg.dump());
+  auto plain = load_config(dir.path());
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->eos_ids, (std::vector<int32_t>{3}));
+  testing::write_file(dir.path() + "/generation_config.json", R"({"eos_token_id": [3, 5]})");
+  auto both = load_config(dir.path());
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ(both->eos_ids, (std::vector<int32_t>{3, 5}));
+  testing::write_file(dir.path() + "/generation_config.json", R"({"do_sample": false})");
+  EXPECT_EQ(load_config(dir.path())->eos_ids, (std::vector<int32_t>{3}));
+  for (const char* bad : {R"({"eos_token_id": "x"})", R"({"eos_token_id": [1000000]})", "{"}) {
+    testing::write_file(dir.path() + "/generation_config.json", bad);
+    auto r = load_config(dir.path());
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("generation_config.json")) << bad;
+  }
+}
+
 // ---- (e) log scaling --------------------------------------------------------------------------
 
 TEST(Config, LogScalingFloor) {
