@@ -154,6 +154,7 @@ class Session {
 
  private:
   friend class Engine;
+  friend class SpeculativeDecoder;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "model/model.h"
+#include "model/session_impl.h"
 #include "ops/formats.h"
 
 namespace inkling {
@@ -33,18 +34,6 @@ size_t snapshot_bytes(const SessionSnapshot& snap) {
   return snap.state.bytes() + snap.state.layers.size() * sizeof(LayerCache) +
          sizeof(SessionSnapshot);
 }
-
-struct Session::Impl {
-  std::shared_ptr<const Engine> engine;
-  const Model* model = nullptr;
-  ThreadPool* pool = nullptr;
-  SequenceState state;
-  Scratch scratch;
-  std::vector<float> logits;  // [unpadded_vocab] of the last position
-  int64_t max_context = 0;
-  ActivationObserver* observer = nullptr;
-  KvType kv = KvType::kF32;
-};
 
 namespace {
 

@@ -1,0 +1,204 @@
+// Speculative decoding with the MTP depths (include/inkling/speculative.h): greedy speculative
+// generation is token-identical to the engine's own plain greedy decoding (random 3-depth fixture
+// and the demo model, every K, chunked prompts); at temperature > 0 the token after a forced one
+// is distributed as the trunk's softmax (chi-square over many seeds, fixed so it is
+// deterministic); bad draft counts and models without MTP fail with one clear error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "../common/fixtures.h"
+#include "inkling/speculative.h"
+
+namespace inkling {
+namespace {
+
+using testing::json_ids;
+using testing::read_json;
+
+const std::string kMulti = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/mtp/multi";
+const std::string kDemo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+
+std::vector<int32_t> plain_greedy(Engine& e, const std::vector<int32_t>& prompt, size_t n) {
+  return testing::greedy_ids(e, prompt, n);
+}
+
+std::vector<int32_t> spec_greedy(Engine& e, const std::vector<int32_t>& prompt, size_t n, int k,
+                                 SpeculativeStats* stats = nullptr) {
+  auto session = e.new_session();
+  auto dec = SpeculativeDecoder::create(*session, k);
+  EXPECT_TRUE(dec.ok()) << dec.status().message();
+  if (!dec.ok()) return {};
+  SamplingParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp);
+  sampler.set_prompt(prompt);
+  auto first = dec.value()->start(prompt, sampler);
+  EXPECT_TRUE(first.ok()) << first.status().message();
+  std::vector<int32_t> out{first.value()};
+  while (out.size() < n) {
+    auto toks = dec.value()->step(sampler);
+    EXPECT_TRUE(toks.ok()) << toks.status().message();
+    if (!toks.ok()) break;
+    out.insert(out.end(), toks->begin(), toks->end());
+  }
+  out.resize(n);
+  if (stats) *stats = dec.value()->stats();
+  return out;
+}
+
+void print_stats(const char* what, int k, const SpeculativeStats& st) {
+  std::printf("[spec] %s K=%d: %.2f tokens/round, acceptance", what, k, st.tokens_per_round());
+  for (size_t i = 0; i < st.drafted.size(); ++i) std::printf(" %.2f", st.acceptance(i));
+  std::printf("\n");
+}
+
+TEST(Speculative, GreedyIdenticalToPlainOnRandomThreeDepths) {
+  const auto prompt = json_ids(read_json(kMulti + "/ref.json"), "prompt_ids");
+  for (int64_t chunk : {int64_t(256), int64_t(5)}) {
+    auto e = Engine::load(kMulti, EngineOptions{2, chunk});
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    const auto want = plain_greedy(*e.value(), prompt, 80);
+    for (int k = 1; k <= 3; ++k) {
+      SpeculativeStats st;
+      EXPECT_EQ(spec_greedy(*e.value(), prompt, 80, k, &st), want)
+          << "K=" << k << " chunk " << chunk;
+      print_stats("multi", k, st);
+    }
+    // A one-token prompt: the deeper depths start with no committed row.
+    const std::vector<int32_t> one{prompt[0]};
+    const auto want1 = plain_greedy(*e.value(), one, 40);
+    for (int k = 1; k <= 3; ++k) EXPECT_EQ(spec_greedy(*e.value(), one, 40, k), want1) << k;
+  }
+}
+
+TEST(Speculative, GreedyIdenticalToPlainOnDemoModel) {
+  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  auto e = Engine::load(kDemo, EngineOptions{2, 256});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const std::string ref = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/";
+  for (const auto& prompt : {json_ids(read_json(ref + "greedy.json"), "prompt_ids"),
+                             json_ids(read_json(ref + "prompt.json"), "prompt_ids")}) {
+    const auto want = plain_greedy(*e.value(), prompt, 96);
+    for (int k = 1; k <= 2; ++k) {
+      SpeculativeStats st;
+      EXPECT_EQ(spec_greedy(*e.value(), prompt, 96, k, &st), want) << "K=" << k;
+      print_stats("demo", k, st);
+      EXPECT_GT(st.acceptance(0), 0.0);  // trained depths: drafts are accepted
+    }
+  }
+}
+
+TEST(Speculative, BadDraftCountsAndModelsWithoutDepths) {
+  auto e = Engine::load(kMulti, EngineOptions{1, 256});
+  ASSERT_TRUE(e.ok());
+  auto s = e.value()->new_session();
+  for (int k : {0, 4, -1}) {
+    auto d = SpeculativeDecoder::create(*s, k);
+    ASSERT_FALSE(d.ok());
+    EXPECT_NE(d.status().message().find("outside [1, 3]"), std::string::npos)
+        << d.status().message();
+  }
+  auto small = Engine::load(kMulti, EngineOptions{1, 2});  // chunk 2 cannot verify 3 rows
+  ASSERT_TRUE(small.ok());
+  auto ss = small.value()->new_session();
+  auto d = SpeculativeDecoder::create(*ss, 2);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("prefill chunk"), std::string::npos);
+  auto full = Engine::load(testing::fixture_dir("full") + "/og", EngineOptions{1, 256});
+  ASSERT_TRUE(full.ok());
+  auto fs = full.value()->new_session();
+  d = SpeculativeDecoder::create(*fs, 1);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("model.mtp.layers.0.input_proj.weight"), std::string::npos)
+      << d.status().message();
+  auto used = e.value()->new_session();
+  ASSERT_TRUE(used->prefill(std::vector<int32_t>{1, 2}).ok());
+  EXPECT_FALSE(SpeculativeDecoder::create(*used, 1).ok());
+}
+
+// Forces one token, then returns nothing: the first token is fixed, the rest is sampled.
+class ForceFirst : public TokenConstraint {
+ public:
+  explicit ForceFirst(int32_t id) : id_(id) {}
+  std::optional<int32_t> apply(std::span<float>) override {
+    return done_ ? std::nullopt : std::optional<int32_t>(id_);
+  }
+  void accept(int32_t) override { done_ = true; }
+
+ private:
+  int32_t id_;
+  bool done_ = false;
+};
+
+// Rejection sampling: over many seeds, the token after a forced first token (produced by the
+// first round from K = 2 drafts: accepted draft or residual draw) against the trunk's softmax
+// at temperature 1. Chi-square at p = 0.001 on bins with >= 5 expected; fixed seeds.
+TEST(Speculative, TemperatureSamplingKeepsTheTrunkDistribution) {
+  const auto prompt = json_ids(read_json(kMulti + "/ref.json"), "prompt_ids");
+  auto e = Engine::load(kMulti, EngineOptions{1, 64});
+  ASSERT_TRUE(e.ok());
+  const int32_t forced = 7;
+  std::vector<int32_t> ctx = prompt;
+  ctx.push_back(forced);
+  auto ref_logits = e.value()->new_session()->prefill(ctx);
+  ASSERT_TRUE(ref_logits.ok());
+  const std::vector<float> logits(ref_logits->begin(), ref_logits->end());
+  const float temp = 1.5f;
+  std::vector<double> p(logits.size());
+  double mx = -1e30, sum = 0;
+  for (float l : logits) mx = std::max(mx, double(l) / temp);
+  for (size_t v = 0; v < p.size(); ++v) sum += p[v] = std::exp(double(logits[v]) / temp - mx);
+  for (double& x : p) x /= sum;
+
+  const int N = 3000;
+  std::map<int32_t, int> counts;
+  int64_t accepted0 = 0;
+  for (int seed = 0; seed < N; ++seed) {
+    auto s = e.value()->new_session();
+    auto dec = SpeculativeDecoder::create(*s, 2);
+    ASSERT_TRUE(dec.ok());
+    SamplingParams sp;
+    sp.temperature = temp;
+    sp.seed = uint64_t(seed) * 7919 + 1;
+    Sampler sampler(sp);
+    sampler.attach(std::make_shared<ForceFirst>(forced));
+    sampler.set_prompt(prompt);
+    auto first = dec.value()->start(prompt, sampler);
+    ASSERT_TRUE(first.ok());
+    ASSERT_EQ(first.value(), forced);
+    auto toks = dec.value()->step(sampler);
+    ASSERT_TRUE(toks.ok());
+    counts[(*toks)[0]] += 1;
+    accepted0 += dec.value()->stats().accepted[0];
+  }
+  // Bins: every token expected >= 5 times, the rest pooled.
+  double chi2 = 0, rest_e = 0, rest_o = 0;
+  int bins = 0;
+  for (size_t v = 0; v < p.size(); ++v) {
+    const double ex = p[v] * N;
+    const double ob = counts.count(int32_t(v)) ? counts[int32_t(v)] : 0;
+    if (ex >= 5) {
+      chi2 += (ob - ex) * (ob - ex) / ex;
+      ++bins;
+    } else {
+      rest_e += ex, rest_o += ob;
+    }
+  }
+  if (rest_e > 0) chi2 += (rest_o - rest_e) * (rest_o - rest_e) / rest_e, ++bins;
+  const double df = bins - 1, z = 3.09;  // p = 0.001, Wilson-Hilferty
+  const double crit = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
+  std::printf(
+      "[spec] temperature %.1f: chi2 %.1f over %d bins (critical %.1f at p=0.001), "
+      "depth-0 drafts accepted %.2f\n",
+      temp, chi2, bins, crit, double(accepted0) / N);
+  EXPECT_GE(bins, 5);
+  EXPECT_LT(chi2, crit);
+  EXPECT_GT(accepted0, 0);  // both paths (accepted draft, residual draw) were taken
+  EXPECT_LT(accepted0, N);
+}
+
+}  // namespace
+}  // namespace inkling
