@@ -1,0 +1,74 @@
+// `inkling generate --draft K` as a user runs it: on the demo model (two trained MTP depths) the
+// speculative run prints the same greedy ids as the plain run and reports its acceptance per
+// position and tokens per round in --json; bad K and models without MTP depths fail with one
+// error line and exit code 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "../common/fixtures.h"
+#include "../common/run_cli.h"
+
+namespace inkling {
+namespace {
+
+using testing::run_cli;
+using testing::TempDir;
+
+const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+
+TEST(CliDraft, SameGreedyIdsAndAcceptanceInJson) {
+  if (!std::filesystem::exists(kModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  TempDir dir;
+  auto plain = run_cli({"generate", "-m", kModel, "-p", "And God said", "-n", "64", "--temperature",
+                        "0", "-t", "2", "--json"},
+                       dir.path(), 120);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto want = nlohmann::json::parse(plain.out)["ids"];
+  ASSERT_EQ(want.size(), 64u);
+  for (const char* k : {"1", "2"}) {
+    auto r = run_cli({"generate", "-m", kModel, "-p", "And God said", "-n", "64", "--temperature",
+                      "0", "-t", "2", "--json", "--draft", k},
+                     dir.path(), 120);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ids"], want) << "--draft " << k;
+    const auto& sp = j["speculative"];
+    ASSERT_TRUE(sp.is_object()) << r.out;
+    EXPECT_EQ(sp["draft"].get<int>(), std::stoi(k));
+    EXPECT_EQ(sp["acceptance"].size(), size_t(std::stoi(k)));
+    EXPECT_GT(sp["tokens_per_round"].get<double>(), 1.0);
+    EXPECT_GT(sp["acceptance"][0].get<double>(), 0.0);
+  }
+  // Text mode reports the figures on stderr.
+  auto t = run_cli({"generate", "-m", kModel, "-p", "And God said", "-n", "16", "--temperature",
+                    "0", "-t", "2", "--draft", "2"},
+                   dir.path(), 120);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("speculative: K=2"), std::string::npos) << t.err;
+}
+
+TEST(CliDraft, BadDraftCountsFail) {
+  TempDir dir;
+  if (std::filesystem::exists(kModel + "/model.safetensors")) {
+    auto r = run_cli({"generate", "-m", kModel, "--token-ids", "5,6", "--draft", "3"}, dir.path());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("error: --draft: [speculative] draft count 3 is outside [1, 2]"),
+              std::string::npos)
+        << r.err;
+    r = run_cli({"generate", "-m", kModel, "--token-ids", "5,6", "--draft", "1", "--logprobs", "2"},
+                dir.path());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--draft"), std::string::npos) << r.err;
+  }
+  auto r = run_cli({"generate", "-m", testing::fixture_dir("full") + "/og", "--token-ids", "5,6",
+                    "--draft", "1"},
+                   dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("model.mtp.layers.0.input_proj.weight"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace inkling
