@@ -72,3 +72,34 @@ TEST(CliDraft, BadDraftCountsFail) {
 
 }  // namespace
 }  // namespace inkling
+
+namespace inkling {
+namespace {
+
+// bench --draft: speculative runs for the depths the model has (same ids as plain greedy), the
+// verify cost alone beyond them.
+TEST(CliDraft, BenchReportsSpeculativeRuns) {
+  TempDir dir;
+  auto r = run_cli(
+      {"bench", "-m", std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/mtp/multi",
+       "--prompt-tokens", "12", "--gen-tokens", "16", "--threads", "2", "--draft", "4", "--json"},
+      dir.path(), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out)["speculative"];
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_GT(j["plain_decode_tok_s"].get<double>(), 0);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  for (int k = 1; k <= 4; ++k) {
+    const auto& run = j["runs"][size_t(k - 1)];
+    EXPECT_EQ(run["draft"].get<int>(), k);
+    EXPECT_GT(run["verify_cost_vs_decode"].get<double>(), 0);
+    EXPECT_EQ(run.contains("decode_tok_s"), k <= 3) << run.dump();
+    if (k <= 3) {
+      EXPECT_TRUE(run["same_ids"].get<bool>()) << run.dump();
+      EXPECT_EQ(run["acceptance"].size(), size_t(k));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inkling
