@@ -42,7 +42,17 @@ def save_npy(path: Path, arr: np.ndarray) -> None:
     np.save(path, np.ascontiguousarray(arr, dtype="<f4"))
 
 
-def write_ref(out: Path, prompt, heads, rows_of) -> None:
+def checksum(path: Path) -> int:
+    """sum_i word_i * (2i + 1) mod 2^64 over the file's little-endian 64-bit words (zero-padded);
+    tests/model/test_mtp.cpp computes the same to tell a fixture made from other weights."""
+    raw = path.read_bytes()
+    raw += b"\0" * (-len(raw) % 8)
+    w = np.frombuffer(raw, dtype="<u8")
+    with np.errstate(over="ignore"):
+        return int(np.sum(w * (2 * np.arange(len(w), dtype=np.uint64) + 1), dtype=np.uint64))
+
+
+def write_ref(out: Path, prompt, heads, rows_of, model_file: Path | None = None) -> None:
     depths = []
     for d, h in enumerate(heads):
         h = h[0].float().numpy()
@@ -50,7 +60,10 @@ def write_ref(out: Path, prompt, heads, rows_of) -> None:
         save_npy(out / f"depth{d}.npy", h[rows])
         depths.append({"depth": d, "rows": int(h.shape[0]), "argmax": h.argmax(-1).tolist(),
                        "stored_rows": rows, "max_abs": float(np.abs(h).max())})
-    (out / "ref.json").write_text(json.dumps({"prompt_ids": prompt, "depths": depths}, indent=1) + "\n")
+    ref = {"prompt_ids": prompt, "depths": depths}
+    if model_file is not None:  # the test names the regeneration command when the model changes
+        ref["model_checksum"] = str(checksum(model_file))
+    (out / "ref.json").write_text(json.dumps(ref, indent=1) + "\n")
 
 
 @torch.no_grad()
@@ -65,7 +78,8 @@ def make_demo() -> None:
     out = OUT / "demo"
     out.mkdir(parents=True, exist_ok=True)
     # A few full rows (the vocabulary is 4060): first, middle ones, last.
-    write_ref(out, prompt, heads, lambda n: sorted({0, n // 4, n // 2, (3 * n) // 4, n - 1}))
+    write_ref(out, prompt, heads, lambda n: sorted({0, n // 4, n // 2, (3 * n) // 4, n - 1}),
+              src / "model.safetensors")
     print(f"[demo] {len(heads)} depths written to {out}")
 
 

@@ -158,7 +158,8 @@ Runner add_chat(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   add_sampling_options(app, &a->sampling);
   add_kv_type_option(app, &a->kv_type);
-  app.add_option("-t,--threads", a->threads, "worker threads (0 = one per CPU this process may use)")
+  app.add_option("-t,--threads", a->threads,
+                 "worker threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 1024));
   return [a]() { return run_chat(*a); };
 }

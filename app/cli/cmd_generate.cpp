@@ -269,7 +269,8 @@ int run_generate(const GenerateArgs& a) {
                    spec->n_draft(), static_cast<long long>(st.rounds), st.tokens_per_round());
       for (size_t i = 0; i < st.drafted.size(); ++i)
         std::fprintf(stderr, " %.3f", st.acceptance(i));
-      std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "; time: drafts %.1f ms, verify %.1f ms, acceptance %.1f ms\n",
+                   st.draft_seconds * 1e3, st.verify_seconds * 1e3, st.accept_seconds * 1e3);
     }
   }
   return 0;

@@ -58,7 +58,8 @@ Runner add_serve(CLI::App& app) {
   auto key_file = std::make_shared<std::string>();
   app.add_option("--api-key-file", *key_file, "read the API key from the first line of FILE");
   add_kv_type_option(app, &o->kv_type);
-  app.add_option("-t,--threads", o->threads, "engine threads (0 = one per CPU this process may use)")
+  app.add_option("-t,--threads", o->threads,
+                 "engine threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--queue-size", o->max_queue, "requests waiting for a slot before 503")
       ->capture_default_str();

@@ -8,7 +8,7 @@
 namespace inkling::cli {
 
 // {"draft", "rounds", "tokens", "tokens_per_round", "acceptance": [per position],
-//  "drafted": [...], "accepted": [...]}
+//  "drafted": [...], "accepted": [...], "seconds": {"draft", "verify", "accept"}}
 nlohmann::json speculative_json(const SpeculativeStats& st);
 
 }  // namespace inkling::cli

@@ -27,6 +27,9 @@ struct SpeculativeStats {
   int64_t tokens = 0;             // tokens the rounds produced (accepted drafts + one per round)
   std::vector<int64_t> drafted;   // [K]: rounds that proposed a draft at position i
   std::vector<int64_t> accepted;  // [K]: rounds whose draft at position i was accepted
+  double draft_seconds = 0;       // wall time in the depths (their rows, heads and draws)
+  double verify_seconds = 0;      // wall time in the trunk's verify passes
+  double accept_seconds = 0;      // acceptance (sampler chain per row) and rollback
   double tokens_per_round() const { return rounds ? double(tokens) / double(rounds) : 0.0; }
   // Fraction of the drafts at position i that were accepted (all earlier ones were).
   double acceptance(size_t i) const {

@@ -12,6 +12,7 @@
 #include "inkling/speculative.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "model/mtp.h"
@@ -20,6 +21,10 @@
 namespace inkling {
 
 namespace {
+
+double seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 struct Depth {
   LayerCache cache;
@@ -226,8 +231,10 @@ Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
   const bool greedy = sp.temperature <= 0.f || sp.top_k == 1;
 
   // Drafts: depth i after depth i-1.
+  const double t0 = seconds();
   d.drafts.clear();
   for (int i = 0; i < k; ++i) d.draft(i, greedy, sampler);
+  const double t1 = seconds();
 
   // Verify: the pending token and the k drafts in one trunk pass, every row's logits and hidden.
   std::vector<int32_t> rows(size_t(k + 1));
@@ -239,6 +246,7 @@ Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
   seg.hidden_normed = d.vhidden.data();
   seg.trace = d.trace.data();
   forward_batch(*d.m, &seg, 1, s.scratch, s.pool, s.observer);
+  const double t2 = seconds();
 
   // Acceptance, row by row; every token produced goes through the sampler's history.
   d.out.clear();
@@ -299,6 +307,9 @@ Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
   d.ids.push_back(d.out.back());
   std::copy_n(d.vlogits.data() + a * V, V, s.logits.data());
 
+  d.stats.draft_seconds += t1 - t0;
+  d.stats.verify_seconds += t2 - t1;
+  d.stats.accept_seconds += seconds() - t2;
   d.stats.rounds += 1;
   d.stats.tokens += int64_t(d.out.size());
   for (int64_t i = 0; i < k; ++i) {

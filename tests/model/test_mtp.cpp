@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "../common/fixtures.h"
@@ -17,6 +18,22 @@ using testing::read_json;
 
 const std::string kFix = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/mtp/";
 
+// sum_i word_i * (2i + 1) mod 2^64 over the file's little-endian 64-bit words, zero-padded
+// (tools/make_mtp_fixtures.py: checksum).
+uint64_t checksum(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text.ok()) return 0;
+  std::string raw = std::move(text).value();
+  raw.resize((raw.size() + 7) / 8 * 8, '\0');
+  uint64_t sum = 0;
+  for (size_t i = 0; i < raw.size() / 8; ++i) {
+    uint64_t w = 0;
+    std::memcpy(&w, raw.data() + i * 8, 8);
+    sum += w * (2 * uint64_t(i) + 1);
+  }
+  return sum;
+}
+
 // Each depth's logits at the stored rows within 1e-4 relative (max|diff| / max|ref|) of the
 // reference, and the argmax of every row equal.
 void check_depths(const std::string& model_dir, const std::string& ref_dir, size_t want_depths) {
@@ -27,6 +44,13 @@ void check_depths(const std::string& model_dir, const std::string& ref_dir, size
   const auto ref = read_json(ref_dir + "/ref.json");
   const auto prompt = json_ids(ref, "prompt_ids");
   ASSERT_FALSE(prompt.empty());
+  // The fixture was made from these weights (after a retrain: python3 tools/make_mtp_fixtures.py).
+  if (ref.contains("model_checksum")) {
+    ASSERT_EQ(std::to_string(checksum(model_dir + "/model.safetensors")),
+              ref["model_checksum"].get<std::string>())
+        << model_dir << " changed since " << ref_dir
+        << " was made: regenerate it with python3 tools/make_mtp_fixtures.py --demo";
+  }
   ThreadPool pool(2);
   for (int64_t chunk : {int64_t(256), int64_t(7)}) {  // one chunk, and rows split over calls
     const auto got = mtp_teacher_forced(model, prompt, chunk, &pool);
@@ -71,6 +95,36 @@ TEST(Mtp, DemoModelDepthsMatchReference) {
   const std::string demo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
   if (!std::filesystem::exists(demo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
   check_depths(demo, kFix + "demo", 2);
+}
+
+// The summary tools/export_demo.py writes next to the demo model whenever it is (re)exported
+// (tests/fixtures/demo/mtp.json: per-depth argmax of every row, row 0's first 16 logits), so
+// this check follows the model without a separate regeneration step.
+TEST(Mtp, DemoModelMatchesExportSummary) {
+  const std::string demo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+  const std::string summary = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/mtp.json";
+  if (!std::filesystem::exists(demo + "/model.safetensors") || !std::filesystem::exists(summary))
+    GTEST_SKIP() << "no demo model";
+  auto m = Model::load(demo);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const auto ref = read_json(summary);
+  const auto prompt = json_ids(ref, "prompt_ids");
+  ThreadPool pool(2);
+  const auto got = mtp_teacher_forced(*m.value(), prompt, 256, &pool);
+  ASSERT_EQ(got.size(), ref["depths"].size());
+  const int64_t V = m.value()->config.unpadded_vocab;
+  for (size_t d = 0; d < got.size(); ++d) {
+    const auto& jd = ref["depths"][d];
+    const auto want = jd["argmax"].get<std::vector<int32_t>>();
+    ASSERT_EQ(int64_t(got[d].size()), int64_t(want.size()) * V);
+    for (size_t p = 0; p < want.size(); ++p)
+      EXPECT_EQ(argmax(std::span<const float>(got[d].data() + p * size_t(V), size_t(V))), want[p])
+          << "depth " << d << " row " << p;
+    const auto row0 = jd["logits_row0_first16"].get<std::vector<float>>();
+    const float tol = 1e-4f * jd["logits_max_abs"].get<float>();
+    for (size_t v = 0; v < row0.size(); ++v)
+      EXPECT_NEAR(got[d][v], row0[v], tol) << "depth " << d << " logit " << v;
+  }
 }
 
 TEST(Mtp, ConfigSpellings) {
