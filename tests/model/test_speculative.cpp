@@ -143,7 +143,8 @@ TEST(Speculative, TemperatureSamplingKeepsTheTrunkDistribution) {
   const int32_t forced = 7;
   std::vector<int32_t> ctx = prompt;
   ctx.push_back(forced);
-  auto ref_logits = e.value()->new_session()->prefill(ctx);
+  auto ref_session = e.value()->new_session();  // owns the logits the span points into
+  auto ref_logits = ref_session->prefill(ctx);
   ASSERT_TRUE(ref_logits.ok());
   const std::vector<float> logits(ref_logits->begin(), ref_logits->end());
   const float temp = 1.5f;
