@@ -35,7 +35,7 @@ Result<double> forward_seconds(Session& s, const std::vector<int32_t>& toks, int
 }  // namespace
 
 Result<nlohmann::json> bench_draft(Engine& engine, const std::vector<int32_t>& prompt, int64_t gen,
-                                   int max_k) {
+                                   int max_k, int64_t draft_vocab) {
   SamplingParams greedy;
   greedy.temperature = 0;
   // Plain greedy generation (the tokens fed back, as generate does).
@@ -75,7 +75,7 @@ Result<nlohmann::json> bench_draft(Engine& engine, const std::vector<int32_t>& p
       continue;
     }
     auto s = engine.new_session();
-    INK_ASSIGN_OR_RETURN(auto dec, SpeculativeDecoder::create(*s, k));
+    INK_ASSIGN_OR_RETURN(auto dec, SpeculativeDecoder::create(*s, k, draft_vocab));
     Sampler sampler(greedy);
     sampler.set_prompt(prompt);
     INK_ASSIGN_OR_RETURN(int32_t first, dec->start(prompt, sampler));
@@ -95,11 +95,9 @@ Result<nlohmann::json> bench_draft(Engine& engine, const std::vector<int32_t>& p
     j["same_ids"] = ids == plain_ids;
     runs.push_back(j);
   }
-  nlohmann::json out = {{"plain_decode_tok_s", plain_tok_s},
-                        {"decode_step_ms", step_s * 1e3},
-                        {"context", prompt.size()},
-                        {"gen_tokens", gen},
-                        {"runs", runs}};
+  nlohmann::json out = {{"plain_decode_tok_s", plain_tok_s}, {"decode_step_ms", step_s * 1e3},
+                        {"context", prompt.size()},          {"gen_tokens", gen},
+                        {"draft_vocab", draft_vocab},        {"runs", runs}};
   return out;
 }
 

@@ -19,6 +19,6 @@ namespace inkling::cli {
 // verify cost only. Returns {"plain_decode_tok_s", "runs": [{"draft", "decode_tok_s",
 // "speedup", "verify_cost_vs_decode", "same_ids", and the speculative stats}]}.
 Result<nlohmann::json> bench_draft(Engine& engine, const std::vector<int32_t>& prompt, int64_t gen,
-                                   int max_k);
+                                   int max_k, int64_t draft_vocab = 0);
 
 }  // namespace inkling::cli

@@ -49,6 +49,7 @@ struct BenchArgs {
   std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
   int batch = 0;  // also time Engine::step over this many sessions, one token each
   int draft = 0;  // also time speculative decoding with K = 1..draft MTP drafts (bench_draft.h)
+  int64_t draft_vocab = 0;  // the drafts' head over ids [0, draft_vocab) (0 = all)
 };
 
 double now_s() {
@@ -258,7 +259,7 @@ int run_bench(const BenchArgs& args) {
   nlohmann::json spec;
   if (a.draft > 0) {
     log("speculative decoding");
-    auto r = bench_draft(*engine, prompt, a.gen, a.draft);
+    auto r = bench_draft(*engine, prompt, a.gen, a.draft, a.draft_vocab);
     if (!r.ok()) return fail("--draft: " + r.status().message(), 2);
     spec = std::move(r).value();
   }
@@ -428,6 +429,9 @@ Runner add_bench(CLI::App& app) {
                  "also time speculative decoding with K = 1..N MTP drafts per round against plain "
                  "greedy decoding (acceptance, tokens per round, verify cost vs one decode step)")
       ->check(CLI::Range(0, 64));
+  app.add_option("--draft-vocab", a->draft_vocab,
+                 "with --draft: the draft head scores only token ids [0, N) (0 = every id)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   app.add_flag("--json", a->json, "print one JSON object instead of the report");
   return [a]() { return run_bench(*a); };
 }

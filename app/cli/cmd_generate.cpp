@@ -32,8 +32,9 @@ struct GenerateArgs {
   int n_predict = 64;
   int threads = 0;
   int64_t ctx_size = 0;
-  int logprobs = -1;  // -1: off; else how many top alternatives to report per token
-  int draft = 0;      // --draft K: speculative decoding with K MTP drafts per round (0 = off)
+  int logprobs = -1;        // -1: off; else how many top alternatives to report per token
+  int draft = 0;            // --draft K: speculative decoding with K MTP drafts per round (0 = off)
+  int64_t draft_vocab = 0;  // --draft-vocab N: the drafts' head covers ids [0, N) (0 = all)
   bool json = false;
   KvCacheType kv_type = KvCacheType::kF32;
   SamplingOptions sampling;
@@ -156,7 +157,7 @@ int run_generate(const GenerateArgs& a) {
   std::unique_ptr<SpeculativeDecoder> spec;
   const bool speculate = a.draft > 0 && a.n_predict > 0;
   if (speculate) {
-    auto d = SpeculativeDecoder::create(*session, a.draft);
+    auto d = SpeculativeDecoder::create(*session, a.draft, a.draft_vocab);
     if (!d.ok()) return fail("--draft: " + d.status().message(), 2);
     spec = std::move(d).value();
   }
@@ -305,6 +306,10 @@ Runner add_generate(CLI::App& app) {
                  "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "
                  "otherwise")
       ->check(CLI::Range(0, 64));
+  app.add_option("--draft-vocab", a->draft_vocab,
+                 "with --draft: the draft head scores only token ids [0, N) (cheaper drafts on "
+                 "large vocabularies; the output is unchanged); 0 = every id")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_option("--dump-logits", a->dump_logits,
                  "write the prompt's teacher-forced logits to this .npy file");

@@ -41,8 +41,13 @@ class SpeculativeDecoder {
  public:
   // `session` must be empty (position 0) and outlive the decoder, which drives its trunk from
   // then on. `n_draft` = K, drafts per round: 1 <= K <= engine.info().mtp_depths, and K + 1 at
-  // most the engine's prefill chunk. Errors name what is wrong (no MTP tensors, K too large).
-  static Result<std::unique_ptr<SpeculativeDecoder>> create(Session& session, int n_draft);
+  // most the engine's prefill chunk. `draft_vocab` > 0 limits the depths' head to token ids
+  // [0, draft_vocab) (the first rows of the unembedding: with a BPE vocabulary, the earliest and
+  // most frequent merges), which cuts the unembedding a draft reads on large vocabularies;
+  // verification stays exact (drafts outside it are simply never proposed). 0 = every id.
+  // Errors name what is wrong (no MTP tensors, K too large, draft_vocab out of range).
+  static Result<std::unique_ptr<SpeculativeDecoder>> create(Session& session, int n_draft,
+                                                            int64_t draft_vocab = 0);
   ~SpeculativeDecoder();
 
   // Runs the prompt through the trunk and the K depths and returns the first generated token,

@@ -12,7 +12,8 @@ namespace inkling {
 
 void mtp_depth_forward(const Model& m, int d, const float* h_in, const int32_t* tokens, int64_t n,
                        LayerCache& cache, int64_t pos, Scratch& s, MtpScratch& ms, ThreadPool* pool,
-                       float* y, float* logits, int64_t first_logit_row, ConvTrace* trace) {
+                       float* y, float* logits, int64_t first_logit_row, int64_t head_rows,
+                       ConvTrace* trace) {
   const ModelConfig& c = m.config;
   const Weights& w = m.weights;
   const MtpDepthWeights& dw = w.mtp[size_t(d)];
@@ -39,7 +40,8 @@ void mtp_depth_forward(const Model& m, int d, const float* h_in, const int32_t* 
   const int64_t rows = n - first_logit_row;
   const float mup = float(c.mup_divisor);
   for (int64_t i = 0; i < rows * H; ++i) ms.h[size_t(i)] = y[first_logit_row * H + i] / mup;
-  matmul(ms.h.data(), rows, H, w.lm_head.slice_rows(0, V), logits, V, pool);
+  const int64_t n_head = head_rows > 0 ? std::min(head_rows, V) : V;
+  matmul(ms.h.data(), rows, H, w.lm_head.slice_rows(0, n_head), logits, n_head, pool);
 }
 
 std::vector<std::vector<float>> mtp_teacher_forced(const Model& m, std::span<const int32_t> tokens,

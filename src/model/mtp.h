@@ -21,11 +21,12 @@ struct MtpScratch {
 //   (hidden first unless hidden_states_first is false); y = layer_d(input_proj_d(c))
 // h_in [n, H]: the trunk's final hidden after the final norm (depth 0) or the previous depth's
 // y at the same rows. Writes y [n, H] (may not alias h_in). When `logits` is non-null it gets
-// unembed(y / mup)[:unpadded_vocab] of rows [first_logit_row, n): [n - first_logit_row, V].
+// unembed(y / mup)[:head_rows] of rows [first_logit_row, n): [n - first_logit_row, head_rows]
+// (head_rows 0 = the unpadded vocabulary; fewer = a draft vocabulary of the first ids).
 // `trace` (optional) records the layer's conv inputs for a rollback (model/cache.h).
 void mtp_depth_forward(const Model& m, int d, const float* h_in, const int32_t* tokens, int64_t n,
                        LayerCache& cache, int64_t pos, Scratch& s, MtpScratch& ms, ThreadPool* pool,
-                       float* y, float* logits, int64_t first_logit_row,
+                       float* y, float* logits, int64_t first_logit_row, int64_t head_rows = 0,
                        ConvTrace* trace = nullptr);
 
 // Teacher-forced trunk + every bound depth over `tokens` (T of them), as mtp_reference.py's

@@ -50,6 +50,7 @@ struct SpeculativeDecoder::Impl {
   const Model* m = nullptr;
   int K = 0;
   int64_t H = 0, V = 0;
+  int64_t Vd = 0;            // draft vocabulary: the depths' head covers ids [0, Vd)
   std::vector<int32_t> ids;  // committed tokens; ids.back() is pending (not in the trunk)
   std::vector<float> th;     // trunk hidden (after the final norm) of rows [th_start, P)
   int64_t th_start = 0;
@@ -95,7 +96,7 @@ void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool l
     const bool last = b + n > to;
     mtp_depth_forward(*m, i, hidden_in(i, b), tok.data(), n, d.cache, b, s->scratch, ms, s->pool,
                       d.y.data() + (b - d.y_start) * H, last && logits ? dlogits.data() : nullptr,
-                      n - 1);
+                      n - 1, Vd);
   }
 }
 
@@ -116,11 +117,12 @@ void SpeculativeDecoder::Impl::draft(int i, bool greedy, Sampler& sampler) {
     x = argmax(dlogits);
   } else {
     std::vector<float> qi;
-    sampler.filtered(dlogits, &qi);
+    sampler.filtered(dlogits, &qi);  // [Vd]; q is zero beyond the draft vocabulary
+    std::fill(q.begin() + i * V, q.begin() + (i + 1) * V, 0.f);
     std::copy(qi.begin(), qi.end(), q.begin() + i * V);
     double u = sampler.uniform(), acc = 0;
     x = argmax(qi);
-    for (int64_t v = 0; v < V; ++v)
+    for (int64_t v = 0; v < int64_t(qi.size()); ++v)
       if (qi[size_t(v)] > 0 && (acc += qi[size_t(v)]) > u) {
         x = int32_t(v);
         break;
@@ -141,7 +143,8 @@ const SpeculativeStats& SpeculativeDecoder::stats() const {
 }
 
 Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(Session& session,
-                                                                       int n_draft) {
+                                                                       int n_draft,
+                                                                       int64_t draft_vocab) {
   Session::Impl* s = session.impl_.get();
   const Model& m = *s->model;
   const int have = int(m.weights.mtp.size());
@@ -157,6 +160,10 @@ Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(Session& 
   if (n_draft + 1 > s->scratch.chunk)
     return Status::error("[speculative] draft count " + std::to_string(n_draft) +
                          " needs a prefill chunk of at least " + std::to_string(n_draft + 1));
+  if (draft_vocab < 0 || draft_vocab > m.config.unpadded_vocab)
+    return Status::error("[speculative] draft vocabulary " + std::to_string(draft_vocab) +
+                         " is outside [0, " + std::to_string(m.config.unpadded_vocab) +
+                         "] (0 = the whole vocabulary)");
   if (s->state.pos != 0)
     return Status::error("[speculative] the session must be empty (it holds " +
                          std::to_string(s->state.pos) + " tokens)");
@@ -166,6 +173,7 @@ Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(Session& 
   impl->K = n_draft;
   impl->H = m.config.hidden;
   impl->V = m.config.unpadded_vocab;
+  impl->Vd = draft_vocab > 0 ? draft_vocab : impl->V;
   for (int i = 0; i < n_draft; ++i) {
     Depth d;
     d.cache = LayerCache::fresh(m.config, m.config.mtp.depths[size_t(i)], s->scratch.chunk, s->kv);
@@ -174,7 +182,7 @@ Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(Session& 
   }
   impl->trace.resize(size_t(m.config.n_layers));
   impl->q.resize(size_t(n_draft * impl->V));
-  impl->dlogits.resize(size_t(impl->V));
+  impl->dlogits.resize(size_t(impl->Vd));
   impl->vlogits.resize(size_t((n_draft + 1) * impl->V));
   impl->vhidden.resize(size_t((n_draft + 1) * impl->H));
   impl->stats.drafted.assign(size_t(n_draft), 0);

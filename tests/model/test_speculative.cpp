@@ -26,9 +26,9 @@ std::vector<int32_t> plain_greedy(Engine& e, const std::vector<int32_t>& prompt,
 }
 
 std::vector<int32_t> spec_greedy(Engine& e, const std::vector<int32_t>& prompt, size_t n, int k,
-                                 SpeculativeStats* stats = nullptr) {
+                                 SpeculativeStats* stats = nullptr, int64_t draft_vocab = 0) {
   auto session = e.new_session();
-  auto dec = SpeculativeDecoder::create(*session, k);
+  auto dec = SpeculativeDecoder::create(*session, k, draft_vocab);
   EXPECT_TRUE(dec.ok()) << dec.status().message();
   if (!dec.ok()) return {};
   SamplingParams sp;
@@ -67,6 +67,8 @@ TEST(Speculative, GreedyIdenticalToPlainOnRandomThreeDepths) {
           << "K=" << k << " chunk " << chunk;
       print_stats("multi", k, st);
     }
+    // A draft vocabulary of the first 100 ids: fewer drafts can match, the output is the same.
+    EXPECT_EQ(spec_greedy(*e.value(), prompt, 80, 2, nullptr, 100), want) << "draft vocab";
     // A one-token prompt: the deeper depths start with no committed row.
     const std::vector<int32_t> one{prompt[0]};
     const auto want1 = plain_greedy(*e.value(), one, 40);
@@ -88,6 +90,9 @@ TEST(Speculative, GreedyIdenticalToPlainOnDemoModel) {
       print_stats("demo", k, st);
       EXPECT_GT(st.acceptance(0), 0.0);  // trained depths: drafts are accepted
     }
+    SpeculativeStats st;
+    EXPECT_EQ(spec_greedy(*e.value(), prompt, 96, 2, &st, 1000), want) << "draft vocab 1000";
+    print_stats("demo, draft vocab 1000", 2, st);
   }
 }
 
@@ -95,6 +100,8 @@ TEST(Speculative, BadDraftCountsAndModelsWithoutDepths) {
   auto e = Engine::load(kMulti, EngineOptions{1, 256});
   ASSERT_TRUE(e.ok());
   auto s = e.value()->new_session();
+  EXPECT_FALSE(SpeculativeDecoder::create(*s, 1, 501).ok());  // beyond the 500 logits
+  EXPECT_FALSE(SpeculativeDecoder::create(*s, 1, -1).ok());
   for (int k : {0, 4, -1}) {
     auto d = SpeculativeDecoder::create(*s, k);
     ASSERT_FALSE(d.ok());
@@ -136,7 +143,7 @@ class ForceFirst : public TokenConstraint {
 // Rejection sampling: over many seeds, the token after a forced first token (produced by the
 // first round from K = 2 drafts: accepted draft or residual draw) against the trunk's softmax
 // at temperature 1. Chi-square at p = 0.001 on bins with >= 5 expected; fixed seeds.
-TEST(Speculative, TemperatureSamplingKeepsTheTrunkDistribution) {
+void check_distribution(int64_t draft_vocab, int N) {
   const auto prompt = json_ids(read_json(kMulti + "/ref.json"), "prompt_ids");
   auto e = Engine::load(kMulti, EngineOptions{1, 64});
   ASSERT_TRUE(e.ok());
@@ -154,12 +161,11 @@ TEST(Speculative, TemperatureSamplingKeepsTheTrunkDistribution) {
   for (size_t v = 0; v < p.size(); ++v) sum += p[v] = std::exp(double(logits[v]) / temp - mx);
   for (double& x : p) x /= sum;
 
-  const int N = 3000;
   std::map<int32_t, int> counts;
   int64_t accepted0 = 0;
   for (int seed = 0; seed < N; ++seed) {
     auto s = e.value()->new_session();
-    auto dec = SpeculativeDecoder::create(*s, 2);
+    auto dec = SpeculativeDecoder::create(*s, 2, draft_vocab);
     ASSERT_TRUE(dec.ok());
     SamplingParams sp;
     sp.temperature = temp;
@@ -199,6 +205,15 @@ TEST(Speculative, TemperatureSamplingKeepsTheTrunkDistribution) {
   EXPECT_LT(chi2, crit);
   EXPECT_GT(accepted0, 0);  // both paths (accepted draft, residual draw) were taken
   EXPECT_LT(accepted0, N);
+}
+
+TEST(Speculative, TemperatureSamplingKeepsTheTrunkDistribution) {
+  check_distribution(0, 3000);
+}
+
+// Drafts from the first 250 ids only (q is zero beyond): still the trunk's distribution.
+TEST(Speculative, TemperatureSamplingWithADraftVocabulary) {
+  check_distribution(250, 2000);
 }
 
 }  // namespace
