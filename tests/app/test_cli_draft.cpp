@@ -103,3 +103,27 @@ TEST(CliDraft, BenchReportsSpeculativeRuns) {
 
 }  // namespace
 }  // namespace inkling
+
+namespace inkling {
+namespace {
+
+// chat --draft K at temperature 0 prints exactly what plain chat prints, turn after turn.
+TEST(CliDraft, ChatAnswersTheSameWithDrafts) {
+  if (!std::filesystem::exists(kModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  TempDir dir;
+  testing::write_file(dir.path() + "/turns.txt",
+                      "Give me a verse about light\nTell me a fortune\nWhat does hacker mean?\n");
+  std::string want;
+  for (const char* k : {"0", "1", "2"}) {
+    auto r = run_cli({"chat", "-m", kModel, "-n", "80", "--temperature", "0", "-t", "2",
+                      "--reasoning-effort", "none", "--draft", k},
+                     dir.path(), 120, dir.path() + "/turns.txt");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    if (want.empty()) want = r.out;
+    EXPECT_EQ(r.out, want) << "--draft " << k;
+  }
+  EXPECT_GE(std::count(want.begin(), want.end(), '\n'), 3) << want;
+}
+
+}  // namespace
+}  // namespace inkling
