@@ -96,6 +96,40 @@ TEST(Speculative, GreedyIdenticalToPlainOnDemoModel) {
   }
 }
 
+// Near the context limit a round drafts fewer tokens (down to a plain step); at the limit it
+// fails like Session::decode, and every token before is still plain greedy's.
+TEST(Speculative, ContextLimitShrinksTheDrafts) {
+  const auto prompt = json_ids(read_json(kMulti + "/ref.json"), "prompt_ids");
+  EngineOptions o{1, 64};
+  o.max_context = int64_t(prompt.size()) + 10;
+  auto e = Engine::load(kMulti, o);
+  ASSERT_TRUE(e.ok());
+  // Plain decoding can consume 10 more tokens, so it produces 11.
+  const auto want = plain_greedy(*e.value(), prompt, 11);
+  ASSERT_EQ(want.size(), 11u);
+  auto s = e.value()->new_session();
+  auto dec = SpeculativeDecoder::create(*s, 3);
+  ASSERT_TRUE(dec.ok());
+  SamplingParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp);
+  sampler.set_prompt(prompt);
+  auto first = dec.value()->start(prompt, sampler);
+  ASSERT_TRUE(first.ok());
+  std::vector<int32_t> got{first.value()};
+  for (;;) {
+    auto toks = dec.value()->step(sampler);
+    if (!toks.ok()) {
+      EXPECT_NE(toks.status().message().find("context length exceeded"), std::string::npos)
+          << toks.status().message();
+      break;
+    }
+    got.insert(got.end(), toks->begin(), toks->end());
+    ASSERT_LE(got.size(), 11u);
+  }
+  EXPECT_EQ(got, want);
+}
+
 TEST(Speculative, BadDraftCountsAndModelsWithoutDepths) {
   auto e = Engine::load(kMulti, EngineOptions{1, 256});
   ASSERT_TRUE(e.ok());
