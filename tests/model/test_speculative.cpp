@@ -11,6 +11,7 @@
 
 #include "../common/fixtures.h"
 #include "inkling/speculative.h"
+#include "model/mtp.h"
 
 namespace inkling {
 namespace {
@@ -128,6 +129,62 @@ TEST(Speculative, ContextLimitShrinksTheDrafts) {
     ASSERT_LE(got.size(), 11u);
   }
   EXPECT_EQ(got, want);
+}
+
+// The depths' state over a whole generation (committed rows, re-wound draft rows, chained
+// hiddens): every round's acceptance per position equals what the teacher-forced depths
+// (model/mtp.h, checked against the reference in test_mtp.cpp) predict over the final sequence.
+// A draft at position i of a round whose earlier drafts were all accepted read only committed
+// tokens, so it must be the teacher-forced argmax of depth i at the round's last trunk row.
+TEST(Speculative, DraftsAreTheTeacherForcedDepthsArgmax) {
+  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  auto e = Engine::load(kDemo, EngineOptions{2, 16});  // chunk 16: prompts and depths split
+  ASSERT_TRUE(e.ok());
+  auto m = Model::load(kDemo);
+  ASSERT_TRUE(m.ok());
+  const auto prompt =
+      json_ids(read_json(std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/prompt.json"),
+               "prompt_ids");
+  const int K = 2;
+  auto s = e.value()->new_session();
+  auto dec = SpeculativeDecoder::create(*s, K);
+  ASSERT_TRUE(dec.ok());
+  SamplingParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp);
+  sampler.set_prompt(prompt);
+  auto first = dec.value()->start(prompt, sampler);
+  ASSERT_TRUE(first.ok());
+  std::vector<int32_t> seq = prompt;
+  seq.push_back(first.value());
+  std::vector<int64_t> starts;  // each round's P (the pending token's position)
+  while (seq.size() < prompt.size() + 80) {
+    starts.push_back(int64_t(seq.size()) - 1);
+    auto toks = dec.value()->step(sampler);
+    ASSERT_TRUE(toks.ok());
+    seq.insert(seq.end(), toks->begin(), toks->end());
+  }
+  ThreadPool pool(2);
+  const auto tf = mtp_teacher_forced(*m.value(), seq, 256, &pool);
+  const int64_t V = m.value()->config.unpadded_vocab;
+  std::vector<int64_t> want(K, 0);
+  for (int64_t P : starts) {
+    bool ok = true;
+    for (int i = 0; i < K && ok; ++i) {
+      const int64_t R = P - 1, target = P + 1 + i;
+      ASSERT_LT(target, int64_t(seq.size()));
+      const int32_t draft = argmax(std::span<const float>(tf[size_t(i)].data() + R * V, size_t(V)));
+      ok = draft == seq[size_t(target)];
+      want[size_t(i)] += ok;
+    }
+  }
+  const SpeculativeStats& st = dec.value()->stats();
+  ASSERT_EQ(st.rounds, int64_t(starts.size()));
+  std::printf("[spec] demo K=2 over %lld rounds: accepted %lld, %lld (teacher-forced %lld, %lld)\n",
+              (long long)st.rounds, (long long)st.accepted[0], (long long)st.accepted[1],
+              (long long)want[0], (long long)want[1]);
+  EXPECT_EQ(st.accepted[0], want[0]);
+  EXPECT_EQ(st.accepted[1], want[1]);
 }
 
 TEST(Speculative, BadDraftCountsAndModelsWithoutDepths) {
