@@ -7,8 +7,10 @@
 // the token at p+1+i, and predicts the token at p+2+i. With R = P-1 the last trunk row, depth i
 // can run rows <= R-i from committed tokens; rows R-i+1..R read this round's drafts. Each depth
 // keeps a committed prefix [0, cpos) with the conv states saved there: a round first re-winds it
-// to cpos, runs the committed rows (then saves), then the draft rows, whose last row gives the
-// next draft. Rows read from drafts are therefore always recomputed in the next round.
+// to cpos, runs the committed rows (then saves), then the draft rows (one call, conv inputs
+// traced), whose last row gives the next draft. After verification the draft rows that read only
+// accepted drafts join the committed prefix (conv states from the trace); the stale ones, which
+// read a rejected draft, are re-run in the next round.
 #include "inkling/speculative.h"
 
 #include <algorithm>
@@ -32,6 +34,8 @@ struct Depth {
   std::vector<float> conv_k, conv_v, conv_attn, conv_mlp;  // the conv states at cpos
   std::vector<float> y;                                    // outputs of rows [y_start, ...)
   int64_t y_start = 0;
+  ConvTrace trace;          // conv inputs of this round's draft rows
+  int64_t draft_from = -1;  // first draft row of this round (-1: none)
 
   void save() {
     conv_k = cache.conv_k, conv_v = cache.conv_v, conv_attn = cache.conv_attn,
@@ -74,12 +78,14 @@ struct SpeculativeDecoder::Impl {
     const Depth& d = depths[size_t(i - 1)];
     return d.y.data() + (p - d.y_start) * H;
   }
-  void run_depth(int i, int64_t from, int64_t to, bool logits);
+  void run_depth(int i, int64_t from, int64_t to, bool logits, ConvTrace* trace = nullptr);
   void draft(int i, bool greedy, Sampler& sampler);
 };
 
 // Depth i over rows [from, to] (chunked); the logits of row `to` into dlogits when asked.
-void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool logits) {
+// `trace` (one call only: to - from < chunk) records the conv inputs.
+void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool logits,
+                                         ConvTrace* trace) {
   Depth& d = depths[size_t(i)];
   // Keep y rows from from-1 on: depth i+1 starts one row before depth i (its cpos is one less).
   const int64_t keep = std::max(d.y_start, from - 1);
@@ -89,6 +95,7 @@ void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool l
   d.y.resize(size_t((to + 1 - d.y_start) * H));
   std::vector<int32_t> tok;
   const int64_t chunk = s->scratch.chunk;
+  INK_CHECK(!trace || to - from < chunk);
   for (int64_t b = from; b <= to; b += chunk) {
     const int64_t n = std::min(chunk, to + 1 - b);
     tok.resize(size_t(n));
@@ -96,7 +103,7 @@ void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool l
     const bool last = b + n > to;
     mtp_depth_forward(*m, i, hidden_in(i, b), tok.data(), n, d.cache, b, s->scratch, ms, s->pool,
                       d.y.data() + (b - d.y_start) * H, last && logits ? dlogits.data() : nullptr,
-                      n - 1, Vd);
+                      n - 1, Vd, trace);
   }
 }
 
@@ -111,7 +118,11 @@ void SpeculativeDecoder::Impl::draft(int i, bool greedy, Sampler& sampler) {
     d.cpos = R - i + 1;
     d.save();
   }
-  if (d.cpos <= R) run_depth(i, d.cpos, R, true);
+  d.draft_from = -1;
+  if (d.cpos <= R) {
+    d.draft_from = d.cpos;
+    run_depth(i, d.cpos, R, true, &d.trace);
+  }
   int32_t x = 0;
   if (greedy) {
     x = argmax(dlogits);
@@ -306,6 +317,21 @@ Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
     for (size_t l = 0; l < s.state.layers.size(); ++l)
       s.state.layers[l].rewind_convs(d.trace[l], keep, d.m->config.conv_k);
   }
+  // Draft rows of depth i at rows p <= R + a - i read accepted drafts only: they become
+  // committed (conv states after them from the draft call's trace; their KV rows and y stand).
+  const int64_t R = P - 1;
+  for (int64_t i = 0; i < k; ++i) {
+    Depth& dp = d.depths[size_t(i)];
+    if (dp.draft_from < 0) continue;
+    const int64_t valid = std::min(R, R + a - i) - dp.draft_from + 1;
+    if (valid > 0) {
+      dp.cache.rewind_convs(dp.trace, valid, d.m->config.conv_k);
+      dp.cpos = dp.draft_from + valid;
+      dp.save();
+    }
+    dp.draft_from = -1;
+  }
+
   // Trunk hidden rows for depth 0: drop the ones it has run, append the kept ones.
   const int64_t need = d.depths.empty() ? P : std::min(P, d.depths[0].cpos);
   d.th.erase(d.th.begin(), d.th.begin() + (need - d.th_start) * d.H);
