@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "model/model.h"
@@ -167,7 +168,13 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
       for (auto& [name, ref] : refs_from_store(*m->mtp_store)) refs.emplace(name, ref);
     }
     INK_ASSIGN_OR_RETURN(TensorMap mtp, sanitize_mtp(refs));
-    if (mtp.count("mtp.0.input_proj.weight")) canonical.merge(mtp);
+    if (mtp.count("mtp.0.input_proj.weight")) {
+      // Bound, so no longer "dropped" (inspect counts what the engine ignores).
+      std::set<std::string> used;
+      for (const auto& [name, ref] : mtp) used.insert(ref.origin);
+      std::erase_if(m->layout.dropped, [&](const std::string& n) { return used.count(n) > 0; });
+      canonical.merge(mtp);
+    }
   }
   INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
   INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical, quant));
