@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "../common/fixtures.h"
+#include "../common/tmp_files.h"
 #include "model/mtp.h"
 
 namespace inkling {
@@ -215,6 +216,30 @@ TEST(Mtp, BindChecksShapesAndToleratesAbsentDepths) {
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.status().message().find("mtp.2.hidden_norm.weight"), std::string::npos)
       << w.status().message();
+}
+
+// Inkling-Small's layout: shards listed by model.safetensors.index.json and the depths in an
+// mtp.safetensors the index does not list; the depths still load (and only once).
+TEST(Mtp, SeparateMtpFileBesideAnIndex) {
+  testing::TempDir dir;
+  const std::string src = kFix + "multi";
+  std::filesystem::copy_file(src + "/config.json", dir.path() + "/config.json");
+  std::filesystem::copy_file(src + "/model.safetensors", dir.path() + "/shard-1.safetensors");
+  std::filesystem::copy_file(src + "/mtp.safetensors", dir.path() + "/mtp.safetensors");
+  auto shard = TensorStore::from_files({dir.path() + "/shard-1.safetensors"});
+  ASSERT_TRUE(shard.ok());
+  nlohmann::json index = {{"weight_map", nlohmann::json::object()}};
+  for (const auto& [name, t] : shard->all()) index["weight_map"][name] = "shard-1.safetensors";
+  testing::write_file(dir.path() + "/model.safetensors.index.json", index.dump());
+  auto m = Model::load(dir.path());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m.value()->weights.mtp.size(), 3u);
+  EXPECT_TRUE(m.value()->mtp_store.has_value());
+  // Without mtp.safetensors the config's depths are declared but not bound.
+  std::filesystem::remove(dir.path() + "/mtp.safetensors");
+  auto bare = Model::load(dir.path());
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  EXPECT_TRUE(bare.value()->weights.mtp.empty());
 }
 
 }  // namespace
