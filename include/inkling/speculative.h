@@ -59,6 +59,16 @@ class SpeculativeDecoder {
   // drafts fewer tokens; at the limit it fails like Session::decode.
   Result<std::span<const int32_t>> step(Sampler& sampler);
 
+  // One round of every decoder at once (continuous batching): each drafts with its own depths and
+  // sampler, then ONE trunk pass verifies all their rows together, then each accepts. The
+  // decoders must share an engine and use distinct sessions. Each decoder's tokens are then in
+  // last_tokens(). On an error (a decoder at its context limit) no decoder produces tokens and
+  // all stay usable (drafts already made are re-made by the next round).
+  static Status step_batch(std::span<SpeculativeDecoder* const> decoders,
+                           std::span<Sampler* const> samplers);
+  // The tokens of the last round (step() or step_batch()).
+  std::span<const int32_t> last_tokens() const;
+
   int n_draft() const;
   const SpeculativeStats& stats() const;
 

@@ -68,6 +68,11 @@ struct SpeculativeDecoder::Impl {
   std::vector<float> p, r;              // target and residual distributions
   std::vector<int32_t> out;
   SpeculativeStats stats;
+  // The round in flight (propose -> verify forward -> accept).
+  int64_t k = 0;
+  bool greedy = true;
+  std::vector<int32_t> rows;  // the verify rows: pending token + drafts
+  Segment seg;
 
   int64_t P() const { return int64_t(ids.size()) - 1; }
   int32_t token_at(int64_t x) const {
@@ -80,6 +85,8 @@ struct SpeculativeDecoder::Impl {
   }
   void run_depth(int i, int64_t from, int64_t to, bool logits, ConvTrace* trace = nullptr);
   void draft(int i, bool greedy, Sampler& sampler);
+  Status propose(Sampler& sampler);
+  void accept(Sampler& sampler);
 };
 
 // Depth i over rows [from, to] (chunked); the logits of row `to` into dlogits when asked.
@@ -234,8 +241,9 @@ Result<int32_t> SpeculativeDecoder::start(std::span<const int32_t> prompt, Sampl
   return first;
 }
 
-Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
-  Impl& d = *impl_;
+// A round's first phase: the context check, the drafts and the verify segment.
+Status SpeculativeDecoder::Impl::propose(Sampler& sampler) {
+  Impl& d = *this;
   Session::Impl& s = *d.s;
   if (d.ids.empty()) return Status::error("[speculative] step before start");
   const int64_t P = d.P();
@@ -247,24 +255,33 @@ Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
     k = std::min<int64_t>(k, s.max_context - P - 1);
   }
   const SamplingParams& sp = sampler.params();
-  const bool greedy = sp.temperature <= 0.f || sp.top_k == 1;
+  d.greedy = sp.temperature <= 0.f || sp.top_k == 1;
+  d.k = k;
 
   // Drafts: depth i after depth i-1.
   const double t0 = seconds();
   d.drafts.clear();
-  for (int i = 0; i < k; ++i) d.draft(i, greedy, sampler);
-  const double t1 = seconds();
+  for (int i = 0; i < k; ++i) d.draft(i, d.greedy, sampler);
+  d.stats.draft_seconds += seconds() - t0;
 
   // Verify: the pending token and the k drafts in one trunk pass, every row's logits and hidden.
-  std::vector<int32_t> rows(size_t(k + 1));
-  rows[0] = d.ids.back();
-  std::copy(d.drafts.begin(), d.drafts.end(), rows.begin() + 1);
-  Segment seg{&s.state, rows.data(), k + 1};
-  seg.all_positions = true;
-  seg.logits = d.vlogits.data();
-  seg.hidden_normed = d.vhidden.data();
-  seg.trace = d.trace.data();
-  forward_batch(*d.m, &seg, 1, s.scratch, s.pool, s.observer);
+  d.rows.assign(size_t(k + 1), 0);
+  d.rows[0] = d.ids.back();
+  std::copy(d.drafts.begin(), d.drafts.end(), d.rows.begin() + 1);
+  d.seg = Segment{&s.state, d.rows.data(), k + 1};
+  d.seg.all_positions = true;
+  d.seg.logits = d.vlogits.data();
+  d.seg.hidden_normed = d.vhidden.data();
+  d.seg.trace = d.trace.data();
+  return Status::success();
+}
+
+// The last phase, after the verify segment ran: acceptance row by row, rollback, bookkeeping.
+void SpeculativeDecoder::Impl::accept(Sampler& sampler) {
+  Impl& d = *this;
+  Session::Impl& s = *d.s;
+  const int64_t P = d.P(), k = d.k;
+  const bool greedy = d.greedy;
   const double t2 = seconds();
 
   // Acceptance, row by row; every token produced goes through the sampler's history.
@@ -341,8 +358,6 @@ Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
   d.ids.push_back(d.out.back());
   std::copy_n(d.vlogits.data() + a * V, V, s.logits.data());
 
-  d.stats.draft_seconds += t1 - t0;
-  d.stats.verify_seconds += t2 - t1;
   d.stats.accept_seconds += seconds() - t2;
   d.stats.rounds += 1;
   d.stats.tokens += int64_t(d.out.size());
@@ -350,7 +365,61 @@ Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
     d.stats.drafted[size_t(i)] += 1;
     d.stats.accepted[size_t(i)] += i < a;
   }
+}
+
+Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
+  Impl& d = *impl_;
+  INK_RETURN_IF_ERROR(d.propose(sampler));
+  const double t0 = seconds();
+  forward_batch(*d.m, &d.seg, 1, d.s->scratch, d.s->pool, d.s->observer);
+  d.stats.verify_seconds += seconds() - t0;
+  d.accept(sampler);
   return std::span<const int32_t>(d.out);
+}
+
+Status SpeculativeDecoder::step_batch(std::span<SpeculativeDecoder* const> decoders,
+                                      std::span<Sampler* const> samplers) {
+  if (decoders.size() != samplers.size())
+    return Status::error("[speculative] step_batch: " + std::to_string(decoders.size()) +
+                         " decoders but " + std::to_string(samplers.size()) + " samplers");
+  if (decoders.empty()) return Status::success();
+  const Model* m = decoders[0]->impl_->m;
+  for (size_t i = 0; i < decoders.size(); ++i) {
+    if (!decoders[i] || decoders[i]->impl_->m != m)
+      return Status::error("[speculative] step_batch: decoder " + std::to_string(i) +
+                           " belongs to another engine");
+    for (size_t j = 0; j < i; ++j)
+      if (decoders[j] == decoders[i] || decoders[j]->impl_->s == decoders[i]->impl_->s)
+        return Status::error("[speculative] step_batch: a session appears twice");
+  }
+  for (size_t i = 0; i < decoders.size(); ++i)
+    INK_RETURN_IF_ERROR(decoders[i]->impl_->propose(*samplers[i]));
+  // One trunk pass over every decoder's verify rows (as many as the scratch holds at a time),
+  // in the first decoder's session scratch: every session of an engine has the same chunk.
+  Session::Impl& s0 = *decoders[0]->impl_->s;
+  std::vector<Segment> segs;
+  for (size_t b = 0; b < decoders.size();) {
+    segs.clear();
+    int64_t rows = 0;
+    size_t e = b;
+    for (; e < decoders.size(); ++e) {
+      const Segment& g = decoders[e]->impl_->seg;
+      if (rows + g.n > s0.scratch.chunk) break;
+      segs.push_back(g);
+      rows += g.n;
+    }
+    const double t0 = seconds();
+    forward_batch(*m, segs.data(), segs.size(), s0.scratch, s0.pool);
+    const double dt = (seconds() - t0) / double(e - b);
+    for (size_t i = b; i < e; ++i) decoders[i]->impl_->stats.verify_seconds += dt;
+    b = e;
+  }
+  for (size_t i = 0; i < decoders.size(); ++i) decoders[i]->impl_->accept(*samplers[i]);
+  return Status::success();
+}
+
+std::span<const int32_t> SpeculativeDecoder::last_tokens() const {
+  return impl_->out;
 }
 
 }  // namespace inkling

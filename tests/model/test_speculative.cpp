@@ -187,6 +187,54 @@ TEST(Speculative, DraftsAreTheTeacherForcedDepthsArgmax) {
   EXPECT_EQ(st.accepted[1], want[1]);
 }
 
+// step_batch: three sessions (different prompts and K) verified in one trunk pass per round;
+// each still produces exactly its own plain greedy continuation.
+TEST(Speculative, BatchedRoundsMatchPlainGreedy) {
+  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  auto e = Engine::load(kDemo, EngineOptions{2, 256});
+  ASSERT_TRUE(e.ok());
+  const std::string ref = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/";
+  const auto p1 = json_ids(read_json(ref + "greedy.json"), "prompt_ids");
+  const auto p2 = json_ids(read_json(ref + "prompt.json"), "prompt_ids");
+  const std::vector<int32_t> p3(p2.begin(), p2.begin() + 5);
+  const std::vector<std::vector<int32_t>> prompts = {p1, p2, p3};
+  const int ks[] = {2, 1, 2};
+  const size_t n = 64;
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<SpeculativeDecoder>> decs;
+  std::vector<std::unique_ptr<Sampler>> samplers;
+  std::vector<std::vector<int32_t>> got(3);
+  SamplingParams sp;
+  sp.temperature = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    sessions.push_back(e.value()->new_session());
+    auto d = SpeculativeDecoder::create(*sessions.back(), ks[i]);
+    ASSERT_TRUE(d.ok());
+    decs.push_back(std::move(d).value());
+    samplers.push_back(std::make_unique<Sampler>(sp));
+    samplers.back()->set_prompt(prompts[i]);
+    auto first = decs.back()->start(prompts[i], *samplers.back());
+    ASSERT_TRUE(first.ok());
+    got[i].push_back(first.value());
+  }
+  std::vector<SpeculativeDecoder*> dp;
+  std::vector<Sampler*> spp;
+  for (size_t i = 0; i < 3; ++i) dp.push_back(decs[i].get()), spp.push_back(samplers[i].get());
+  while (got[0].size() < n || got[1].size() < n || got[2].size() < n) {
+    ASSERT_TRUE(SpeculativeDecoder::step_batch(dp, spp).ok());
+    for (size_t i = 0; i < 3; ++i)
+      got[i].insert(got[i].end(), dp[i]->last_tokens().begin(), dp[i]->last_tokens().end());
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    got[i].resize(n);
+    EXPECT_EQ(got[i], plain_greedy(*e.value(), prompts[i], n)) << "session " << i;
+  }
+  // Misuse: the same session twice.
+  std::vector<SpeculativeDecoder*> twice = {dp[0], dp[0]};
+  std::vector<Sampler*> two = {spp[0], spp[1]};
+  EXPECT_FALSE(SpeculativeDecoder::step_batch(twice, two).ok());
+}
+
 TEST(Speculative, BadDraftCountsAndModelsWithoutDepths) {
   auto e = Engine::load(kMulti, EngineOptions{1, 256});
   ASSERT_TRUE(e.ok());
