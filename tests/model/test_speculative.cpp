@@ -235,6 +235,44 @@ TEST(Speculative, BatchedRoundsMatchPlainGreedy) {
   EXPECT_FALSE(SpeculativeDecoder::step_batch(twice, two).ok());
 }
 
+// What greedy identity rests on: a verify pass of n rows gives every row the logits of one
+// decode step per token up to float rounding (the multi-row kernels sum in another order, so the
+// rows are not bitwise equal; a greedy choice could only differ at a top-2 margin this small).
+TEST(Speculative, VerifyRowsMatchDecodeStepsUpToRounding) {
+  for (const std::string& dir : {kMulti, kDemo}) {
+    if (!std::filesystem::exists(dir + "/config.json")) continue;
+    auto e = Engine::load(dir, EngineOptions{2, 64});
+    ASSERT_TRUE(e.ok());
+    const auto prompt = json_ids(read_json(kMulti + "/ref.json"), "prompt_ids");
+    const auto cont = plain_greedy(*e.value(), prompt, 8);
+    const size_t V = size_t(e.value()->info().unpadded_vocab);
+    for (size_t n = 2; n <= 7; ++n) {
+      auto a = e.value()->new_session();
+      ASSERT_TRUE(a->prefill(prompt).ok());
+      std::vector<float> steps;
+      for (size_t i = 0; i < n; ++i) {
+        auto l = a->decode(cont[i]);
+        ASSERT_TRUE(l.ok());
+        steps.insert(steps.end(), l->begin(), l->end());
+      }
+      auto b = e.value()->new_session();
+      ASSERT_TRUE(b->prefill(prompt).ok());
+      auto all = b->prefill_all_logits(std::vector<int32_t>(cont.begin(), cont.begin() + n));
+      ASSERT_TRUE(all.ok());
+      ASSERT_EQ(all->size(), n * V);
+      float max_diff = 0, max_ref = 0;
+      for (size_t i = 0; i < n * V; ++i) {
+        max_diff = std::max(max_diff, std::fabs((*all)[i] - steps[i]));
+        max_ref = std::max(max_ref, std::fabs(steps[i]));
+      }
+      if (n == 2 || n == 7)
+        std::printf("[spec] %s, %zu rows vs %zu decode steps: max|diff| %.3g (max|logit| %.3g)\n",
+                    dir.substr(dir.rfind('/') + 1).c_str(), n, n, max_diff, max_ref);
+      EXPECT_LE(max_diff, 1e-5f * max_ref) << dir << ": " << n << " rows";
+    }
+  }
+}
+
 TEST(Speculative, BadDraftCountsAndModelsWithoutDepths) {
   auto e = Engine::load(kMulti, EngineOptions{1, 256});
   ASSERT_TRUE(e.ok());
