@@ -432,6 +432,10 @@ void bind_mtp(Binder& b, const ModelConfig& c, Weights* w) {
   const int64_t H = c.hidden;
   for (size_t d = 0; d < c.mtp.depths.size() && b.status().ok(); ++d) {
     const std::string p = "mtp." + std::to_string(d) + ".";
+    for (const char* own : {"embed_norm.weight", "hidden_norm.weight", "input_proj.weight"})
+      if (!b.has(p + own))
+        return b.fail("[load] missing tensor 'model.mtp.layers." + std::to_string(d) + "." + own +
+                      "' (mtp_config declares " + std::to_string(c.mtp.depths.size()) + " depths)");
     MtpDepthWeights m;
     m.embed_norm = b.vec(p + "embed_norm.weight", {H});
     m.hidden_norm = b.vec(p + "hidden_norm.weight", {H});

@@ -214,7 +214,7 @@ TEST(Mtp, BindChecksShapesAndToleratesAbsentDepths) {
     if (n != "mtp.2.hidden_norm.weight") bad.emplace(n, r);
   w = bind_weights(c, bad);
   ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.status().message().find("mtp.2.hidden_norm.weight"), std::string::npos)
+  EXPECT_NE(w.status().message().find("'model.mtp.layers.2.hidden_norm.weight'"), std::string::npos)
       << w.status().message();
 }
 
