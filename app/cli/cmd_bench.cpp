@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/cpus.h"
+#include "bench_draft.h"
 #include "commands.h"
 #include "inkling/engine.h"
 #include "kv_option.h"
@@ -47,6 +48,8 @@ struct BenchArgs {
   KvCacheType kv_type = KvCacheType::kF32;
   std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
   int batch = 0;  // also time Engine::step over this many sessions, one token each
+  int draft = 0;  // also time speculative decoding with K = 1..draft MTP drafts (bench_draft.h)
+  int64_t draft_vocab = 0;  // the drafts' head over ids [0, draft_vocab) (0 = all)
 };
 
 double now_s() {
@@ -264,6 +267,15 @@ int run_bench(const BenchArgs& args) {
     batch_tok_s = double(a.batch) * double(a.gen - 1) / (now_s() - t0);
   }
 
+  // Speculative decoding against plain greedy decoding, from the same random prompt.
+  nlohmann::json spec;
+  if (a.draft > 0) {
+    log("speculative decoding");
+    auto r = bench_draft(*engine, prompt, a.gen, a.draft, a.draft_vocab);
+    if (!r.ok()) return fail("--draft: " + r.status().message(), 2);
+    spec = std::move(r).value();
+  }
+
   // The limits again: on a shared machine they drift during a run. The larger of the two
   // readings is the ceiling (the conservative choice for our ratios).
   log("measuring the limits again");
@@ -334,6 +346,7 @@ int run_bench(const BenchArgs& args) {
                         {"batch_decode_tok_s", batch_tok_s},
                         {"batch_speedup", a.batch > 0 ? batch_tok_s / decode_tok_s : 0.0},
                         {"projected", projected}};
+    if (a.draft > 0) j["speculative"] = spec;
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -367,6 +380,29 @@ int run_bench(const BenchArgs& args) {
         "batched:   %d sessions, one token each per Engine::step: %.3f tok/s = %.2f x the "
         "single-session decode\n",
         a.batch, batch_tok_s, batch_tok_s / decode_tok_s);
+  if (a.draft > 0) {
+    std::printf(
+        "speculative: greedy from the random prompt (%lld tokens); plain %.3f tok/s, one "
+        "decode step %.3f ms\n",
+        static_cast<long long>(a.prompt), spec["plain_decode_tok_s"].get<double>(),
+        spec["decode_step_ms"].get<double>());
+    for (const auto& r : spec["runs"]) {
+      if (!r.contains("decode_tok_s")) {
+        std::printf("  K=%d: verify of %d rows = %.2f decode steps (no MTP depth %d to draft)\n",
+                    r["draft"].get<int>(), r["draft"].get<int>() + 1,
+                    r["verify_cost_vs_decode"].get<double>(), r["draft"].get<int>());
+        continue;
+      }
+      std::printf(
+          "  --draft %d: %.3f tok/s = %.2f x plain, %.2f tokens/round, verify of %d rows "
+          "= %.2f decode steps, acceptance",
+          r["draft"].get<int>(), r["decode_tok_s"].get<double>(), r["speedup"].get<double>(),
+          r["tokens_per_round"].get<double>(), r["draft"].get<int>() + 1,
+          r["verify_cost_vs_decode"].get<double>());
+      for (const auto& x : r["acceptance"]) std::printf(" %.3f", x.get<double>());
+      std::printf("%s\n", r["same_ids"].get<bool>() ? "" : "  (ids differ from plain)");
+    }
+  }
   for (const auto& p : projected)
     std::printf(
         "projected decode at context %6lld: attention %.2f ms/token, %.3f tok/s, ratio %.3f, "
@@ -402,6 +438,13 @@ Runner add_bench(CLI::App& app) {
                  "also time decode attention on synthetic caches at these contexts and project "
                  "decode speed there (e.g. 1024,8192,32768)")
       ->delimiter(',');
+  app.add_option("--draft", a->draft,
+                 "also time speculative decoding with K = 1..N MTP drafts per round against plain "
+                 "greedy decoding (acceptance, tokens per round, verify cost vs one decode step)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--draft-vocab", a->draft_vocab,
+                 "with --draft: the draft head scores only token ids [0, N) (0 = every id)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   app.add_flag("--json", a->json, "print one JSON object instead of the report");
   return [a]() { return run_bench(*a); };
 }

@@ -1,7 +1,9 @@
 // `inkling chat`: an interactive conversation in the terminal. Each turn renders the whole
 // conversation with the model's chat template, reuses the session state of the previous turn's
 // prompt (restored from a snapshot, so nothing is re-prefilled), streams the answer and shows
-// the reasoning when asked. Commands: /reset, /exit (or end of input).
+// the reasoning when asked. Commands: /reset, /exit (or end of input). With --draft K the answer
+// is decoded speculatively with the model's MTP depths (each turn then re-runs the whole
+// conversation: the speculative decoder starts from an empty session).
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "inkling/chat.h"
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
+#include "inkling/speculative.h"
 #include "inkling/tokenizer.h"
 #include "kv_option.h"
 #include "sampling_options.h"
@@ -26,6 +29,8 @@ namespace {
 struct ChatArgs {
   std::string model_dir, system, effort;
   int max_tokens = 2048, threads = 0;
+  int draft = 0;            // --draft K: speculative decoding with K MTP drafts (0 = off)
+  int64_t draft_vocab = 0;  // --draft-vocab N
   KvCacheType kv_type = KvCacheType::kF32;
   bool show_reasoning = false;
   SamplingOptions sampling;
@@ -60,6 +65,9 @@ int run_chat(const ChatArgs& a) {
   // (the whole conversation) starts its penalty history afresh.
   Sampler sampler(*params);
   auto session = engine.value()->new_session();
+  if (a.draft > 0)  // the draft count is checked once, before the first turn
+    if (auto d = SpeculativeDecoder::create(*session, a.draft, a.draft_vocab); !d.ok())
+      return fail("--draft: " + d.status().message(), 2);
   std::vector<int32_t> consumed;  // ids the session holds (the last prompt)
   std::shared_ptr<const SessionSnapshot> at_prompt;
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
@@ -87,18 +95,37 @@ int run_chat(const ChatArgs& a) {
     std::vector<int32_t> prompt_ids = tokenizer->encode(prompt.value());
     // Reuse the previous prompt's state when this prompt extends it.
     size_t start = 0;
-    if (at_prompt && prompt_ids.size() > consumed.size() &&
-        std::equal(consumed.begin(), consumed.end(), prompt_ids.begin())) {
+    std::unique_ptr<SpeculativeDecoder> spec;
+    int32_t first = -1;
+    if (a.draft > 0) {
+      session->reset();
+      auto d = SpeculativeDecoder::create(*session, a.draft, a.draft_vocab);
+      if (!d.ok()) return fail(d.status().message());
+      spec = std::move(d).value();
+      sampler.set_prompt(prompt_ids);
+      auto f = spec->start(prompt_ids, sampler);
+      if (!f.ok()) {
+        fail(f.status().message(), 2);
+        messages.erase(messages.size() - 1);
+        continue;
+      }
+      first = f.value();
+    } else if (at_prompt && prompt_ids.size() > consumed.size() &&
+               std::equal(consumed.begin(), consumed.end(), prompt_ids.begin())) {
       session->restore(*at_prompt);
       start = consumed.size();
     } else {
       session->reset();
     }
-    auto logits = session->prefill(std::span<const int32_t>(prompt_ids).subspan(start));
-    if (!logits.ok()) return fail(logits.status().message());
-    consumed = prompt_ids;
-    at_prompt = session->snapshot();
-    sampler.set_prompt(prompt_ids);
+    std::span<const float> l;
+    if (!spec) {
+      auto logits = session->prefill(std::span<const int32_t>(prompt_ids).subspan(start));
+      if (!logits.ok()) return fail(logits.status().message());
+      l = logits.value();
+      consumed = prompt_ids;
+      at_prompt = session->snapshot();
+      sampler.set_prompt(prompt_ids);
+    }
 
     OutputParser parser(ids.value());
     StreamDecoder dec(tokenizer, /*skip_special=*/true);
@@ -117,19 +144,36 @@ int run_chat(const ChatArgs& a) {
       for (const auto& tc : d.tool_calls)
         out((tc.name.empty() ? "" : "\n[tool call " + tc.name + "] ") + tc.arguments);
     };
-    std::span<const float> l = logits.value();
-    for (int i = 0; i < a.max_tokens; ++i) {
-      const int32_t t = sampler.next(l).id;
+    // Shows one generated token; true when the answer ends with it.
+    auto take = [&](int32_t t) {
       const bool control = tokenizer->is_special(t);
       ParseDelta d = parser.push(t, control ? std::string() : dec.push(t));
       show(d);
-      if (d.stop || std::find(eos.begin(), eos.end(), t) != eos.end()) break;
-      auto next = session->decode(t);
-      if (!next.ok()) {
-        fail(next.status().message());
-        break;
+      return d.stop || std::find(eos.begin(), eos.end(), t) != eos.end();
+    };
+    if (spec) {
+      int n = 1;
+      bool done = take(first);
+      while (!done && n < a.max_tokens) {
+        auto toks = spec->step(sampler);
+        if (!toks.ok()) {
+          fail(toks.status().message());
+          break;
+        }
+        for (int32_t t : toks.value())
+          if ((done = take(t)) || ++n >= a.max_tokens) break;
       }
-      l = next.value();
+    } else {
+      for (int i = 0; i < a.max_tokens; ++i) {
+        const int32_t t = sampler.next(l).id;
+        if (take(t)) break;
+        auto next = session->decode(t);
+        if (!next.ok()) {
+          fail(next.status().message());
+          break;
+        }
+        l = next.value();
+      }
     }
     show(parser.finish());
     if (in_reasoning) out("\x1b[0m");
@@ -158,7 +202,15 @@ Runner add_chat(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   add_sampling_options(app, &a->sampling);
   add_kv_type_option(app, &a->kv_type);
-  app.add_option("-t,--threads", a->threads, "worker threads (0 = one per CPU this process may use)")
+  app.add_option("--draft", a->draft,
+                 "speculative decoding with K MTP drafts per round (same output at temperature 0, "
+                 "same distribution otherwise); each turn re-runs the conversation")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--draft-vocab", a->draft_vocab,
+                 "with --draft: the draft head scores only token ids [0, N); 0 = every id")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  app.add_option("-t,--threads", a->threads,
+                 "worker threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 1024));
   return [a]() { return run_chat(*a); };
 }

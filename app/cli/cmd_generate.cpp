@@ -15,9 +15,11 @@
 #include "commands.h"
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
+#include "inkling/speculative.h"
 #include "inkling/tokenizer.h"
 #include "kv_option.h"
 #include "sampling_options.h"
+#include "speculative_json.h"
 
 namespace inkling::cli {
 
@@ -30,7 +32,9 @@ struct GenerateArgs {
   int n_predict = 64;
   int threads = 0;
   int64_t ctx_size = 0;
-  int logprobs = -1;  // -1: off; else how many top alternatives to report per token
+  int logprobs = -1;        // -1: off; else how many top alternatives to report per token
+  int draft = 0;            // --draft K: speculative decoding with K MTP drafts per round (0 = off)
+  int64_t draft_vocab = 0;  // --draft-vocab N: the drafts' head covers ids [0, N) (0 = all)
   bool json = false;
   bool special = false;  // print control tokens (<|end_message|>, ...) as text
   KvCacheType kv_type = KvCacheType::kF32;
@@ -120,6 +124,8 @@ int run_generate(const GenerateArgs& a) {
     return fail("give the prompt either as text (-p) or as --token-ids (exactly one of them)", 2);
   auto params = a.sampling.resolved();
   if (!params.ok()) return fail(params.status().message(), 2);
+  if (a.draft > 0 && (a.logprobs >= 0 || !a.dump_logits.empty() || !a.dump_activations.empty()))
+    return fail("--draft: not available with --logprobs, --dump-logits or --dump-activations", 2);
   params->logprobs = a.logprobs >= 0;
   params->top_logprobs = std::max(a.logprobs, 0);
   // A tokenizer is optional: with one, text prompts work and the output is also printed as text.
@@ -149,9 +155,46 @@ int run_generate(const GenerateArgs& a) {
   const auto& prompt = ids.value();
   Sampler sampler(*params);
   sampler.set_prompt(prompt);
+  std::unique_ptr<SpeculativeDecoder> spec;
+  const bool speculate = a.draft > 0 && a.n_predict > 0;
+  if (speculate) {
+    auto d = SpeculativeDecoder::create(*session, a.draft, a.draft_vocab);
+    if (!d.ok()) return fail("--draft: " + d.status().message(), 2);
+    spec = std::move(d).value();
+  }
+
+  std::vector<int32_t> out;
+  std::vector<SampledToken> lps;  // --logprobs
+  std::string finish = "length", text;
+  std::unique_ptr<StreamDecoder> stream;
+  if (tokenizer) stream = std::make_unique<StreamDecoder>(tokenizer, /*skip_special=*/!a.special);
+  auto is_eos = [&](int32_t t) {
+    return std::find(info.eos_ids.begin(), info.eos_ids.end(), t) != info.eos_ids.end();
+  };
+  // Appends and prints one generated token; true when generation ends with it.
+  auto emit = [&](int32_t tok) {
+    out.push_back(tok);
+    const bool eos = is_eos(tok);
+    if (stream && !eos) {
+      const std::string piece = stream->push(tok);
+      text += piece;
+      if (!a.json) std::fwrite(piece.data(), 1, piece.size(), stdout);
+    } else if (!a.json && !stream) {
+      std::printf("%d%s", tok, int(out.size()) < a.n_predict ? " " : "");
+    }
+    if (!a.json) std::fflush(stdout);
+    if (eos) finish = "stop";
+    return eos || int(out.size()) >= a.n_predict;
+  };
+
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> last;
-  if (!a.dump_logits.empty() || !a.dump_activations.empty()) {
+  int32_t first = -1;  // speculative: the token start() drew
+  if (speculate) {
+    auto r = spec->start(prompt, sampler);
+    if (!r.ok()) return fail(r.status().message(), 2);
+    first = r.value();
+  } else if (!a.dump_logits.empty() || !a.dump_activations.empty()) {
     // Every position's logits (and, for the activation dump, its final norm and logits rows).
     auto all = session->prefill_all_logits(prompt);
     if (!all.ok()) return fail(all.status().message(), 2);
@@ -169,38 +212,26 @@ int run_generate(const GenerateArgs& a) {
   }
   const double prefill_s = seconds_since(t0);
 
-  std::vector<int32_t> out;
-  std::vector<SampledToken> lps;  // --logprobs
-  std::string finish = "length", text;
-  std::unique_ptr<StreamDecoder> stream;
-  if (tokenizer) stream = std::make_unique<StreamDecoder>(tokenizer, /*skip_special=*/!a.special);
-  auto is_eos = [&](int32_t t) {
-    return std::find(info.eos_ids.begin(), info.eos_ids.end(), t) != info.eos_ids.end();
-  };
-  std::span<const float> logits(last);
   t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < a.n_predict; ++i) {
-    SampledToken st = sampler.next(logits);
-    const int32_t tok = st.id;
-    out.push_back(tok);
-    if (params->logprobs) lps.push_back(std::move(st));
-    const bool eos = is_eos(tok);
-    if (stream && !eos) {
-      const std::string piece = stream->push(tok);
-      text += piece;
-      if (!a.json) std::fwrite(piece.data(), 1, piece.size(), stdout);
-    } else if (!a.json && !stream) {
-      std::printf("%d%s", tok, i + 1 < a.n_predict ? " " : "");
+  if (speculate) {
+    bool done = emit(first);
+    while (!done) {
+      auto r = spec->step(sampler);
+      if (!r.ok()) return fail(r.status().message());
+      for (int32_t tok : r.value())
+        if ((done = emit(tok))) break;
     }
-    if (!a.json) std::fflush(stdout);
-    if (eos) {
-      finish = "stop";
-      break;
+  } else {
+    std::span<const float> logits(last);
+    for (int i = 0; i < a.n_predict; ++i) {
+      SampledToken st = sampler.next(logits);
+      const int32_t tok = st.id;
+      if (params->logprobs) lps.push_back(std::move(st));
+      if (emit(tok)) break;
+      auto r = session->decode(tok);
+      if (!r.ok()) return fail(r.status().message());
+      logits = r.value();
     }
-    if (i + 1 == a.n_predict) break;
-    auto r = session->decode(tok);
-    if (!r.ok()) return fail(r.status().message());
-    logits = r.value();
   }
   const double decode_s = seconds_since(t0);
   if (!a.dump_activations.empty()) {
@@ -225,6 +256,7 @@ int run_generate(const GenerateArgs& a) {
     if (params->logprobs) j["logprobs"] = logprobs_json(tokenizer.get(), lps);
     j["prefill_tok_s"] = prefill_tps;
     j["decode_tok_s"] = decode_tps;
+    if (spec) j["speculative"] = speculative_json(spec->stats());
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
@@ -233,6 +265,15 @@ int run_generate(const GenerateArgs& a) {
     std::fprintf(stderr,
                  "prefill: %zu tokens, %.1f tok/s; decode: %zu tokens, %.1f tok/s; finish: %s\n",
                  prompt.size(), prefill_tps, steps, decode_tps, finish.c_str());
+    if (spec) {
+      const SpeculativeStats& st = spec->stats();
+      std::fprintf(stderr, "speculative: K=%d, %lld rounds, %.2f tokens per round, acceptance",
+                   spec->n_draft(), static_cast<long long>(st.rounds), st.tokens_per_round());
+      for (size_t i = 0; i < st.drafted.size(); ++i)
+        std::fprintf(stderr, " %.3f", st.acceptance(i));
+      std::fprintf(stderr, "; time: drafts %.1f ms, verify %.1f ms, acceptance %.1f ms\n",
+                   st.draft_seconds * 1e3, st.verify_seconds * 1e3, st.accept_seconds * 1e3);
+    }
   }
   return 0;
 }
@@ -261,6 +302,15 @@ Runner add_generate(CLI::App& app) {
                  "(stderr; with --json a \"logprobs\" array)")
       ->check(CLI::Range(0, 20));
   add_kv_type_option(app, &a->kv_type);
+  app.add_option("--draft", a->draft,
+                 "speculative decoding: K draft tokens per round from the model's MTP depths "
+                 "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "
+                 "otherwise")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--draft-vocab", a->draft_vocab,
+                 "with --draft: the draft head scores only token ids [0, N) (cheaper drafts on "
+                 "large vocabularies; the output is unchanged); 0 = every id")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_flag("--special", a->special,
                "print control tokens (<|end_message|>, ...) as text; by default they are left out "

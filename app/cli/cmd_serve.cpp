@@ -58,7 +58,8 @@ Runner add_serve(CLI::App& app) {
   auto key_file = std::make_shared<std::string>();
   app.add_option("--api-key-file", *key_file, "read the API key from the first line of FILE");
   add_kv_type_option(app, &o->kv_type);
-  app.add_option("-t,--threads", o->threads, "engine threads (0 = one per CPU this process may use)")
+  app.add_option("-t,--threads", o->threads,
+                 "engine threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--queue-size", o->max_queue, "requests waiting for a slot before 503")
       ->capture_default_str();
@@ -99,6 +100,13 @@ Runner add_serve(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--alias", o->alias, "model id reported by the API (default: folder name)");
+  app.add_option("--draft", o->draft,
+                 "speculative decoding with K MTP drafts per round (requests asking for logprobs "
+                 "decode plainly; no prefix-cache reuse for speculative requests); 0 = off")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--draft-vocab", o->draft_vocab,
+                 "with --draft: the draft head scores only token ids [0, N); 0 = every id")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   app.add_flag("-v,--verbose", o->verbose, "log each request to stderr");
   // TEST ONLY: forced outputs for deterministic end-to-end tests (docs/api.md, "Testing").
   app.add_option("--test-script", o->test_script)->group("");

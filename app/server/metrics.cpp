@@ -67,6 +67,32 @@ std::string Metrics::render() const {
          prefix_cache_entries.load());
   metric("inkling_prefix_cache_bytes", "gauge", "Bytes held by the prefix cache.",
          prefix_cache_bytes.load());
+  metric("inkling_speculative_rounds_total", "counter",
+         "Speculative rounds (one verify pass each, --draft).", spec_rounds.load());
+  metric("inkling_speculative_tokens_total", "counter",
+         "Tokens produced by speculative rounds (tokens per round = this / rounds).",
+         spec_tokens.load());
+  const uint64_t rounds = spec_rounds.load();
+  metric("inkling_speculative_tokens_per_round", "gauge", "Tokens per speculative round so far.",
+         rounds ? double(spec_tokens.load()) / double(rounds) : 0.0);
+  out +=
+      "# HELP inkling_speculative_drafted_total Drafts proposed at each draft position.\n"
+      "# TYPE inkling_speculative_drafted_total counter\n";
+  std::string accepted =
+      "# HELP inkling_speculative_accepted_total Drafts accepted at each draft position.\n"
+      "# TYPE inkling_speculative_accepted_total counter\n";
+  std::string rate =
+      "# HELP inkling_speculative_acceptance Accepted / proposed at each draft position.\n"
+      "# TYPE inkling_speculative_acceptance gauge\n";
+  for (size_t i = 0; i < kMaxDraftPositions; ++i) {
+    const uint64_t d = spec_drafted[i].load(), a = spec_accepted[i].load();
+    if (d == 0) continue;
+    out += fmt::format("inkling_speculative_drafted_total{{position=\"{}\"}} {}\n", i, d);
+    accepted += fmt::format("inkling_speculative_accepted_total{{position=\"{}\"}} {}\n", i, a);
+    rate += fmt::format("inkling_speculative_acceptance{{position=\"{}\"}} {}\n", i,
+                        double(a) / double(d));
+  }
+  out += accepted + rate;
   return out;
 }
 

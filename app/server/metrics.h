@@ -2,6 +2,7 @@
 // Prometheus text exposition (GET /metrics).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -25,6 +26,11 @@ class Metrics {
   std::atomic<int64_t> queue_depth{0}, slots_active{0}, slots_total{0};
   std::atomic<uint64_t> prefix_cache_hits{0}, prefix_cache_entries{0}, prefix_cache_bytes{0};
   std::atomic<uint64_t> requests_cancelled{0};
+  // Speculative decoding (--draft): rounds, tokens they produced, drafts proposed and accepted
+  // per draft position (the first kMaxDraftPositions positions).
+  static constexpr size_t kMaxDraftPositions = 16;
+  std::atomic<uint64_t> spec_rounds{0}, spec_tokens{0};
+  std::array<std::atomic<uint64_t>, kMaxDraftPositions> spec_drafted{}, spec_accepted{};
 
   static void add(std::atomic<double>& a, double v);
   std::string render() const;

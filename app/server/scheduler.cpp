@@ -30,6 +30,13 @@ class ScriptConstraint : public TokenConstraint {
   std::vector<int32_t> script_;
   size_t pos_ = 0;  // tokens generated so far
 };
+
+// A token without logprobs (speculative rounds do not compute them).
+TokenEvent token_event(int32_t id) {
+  TokenEvent ev;
+  ev.id = id;
+  return ev;
+}
 }  // namespace
 
 // ---- Job -------------------------------------------------------------------------------------
@@ -89,6 +96,9 @@ struct Scheduler::Slot {
   uint64_t last_used = 0;
   std::unique_ptr<Sampler> sampler;  // the job's chain, with its penalty history
   bool first_token = true;
+  // --draft: the job's speculative decoder (null: plain decoding); started once its prompt ran.
+  std::unique_ptr<SpeculativeDecoder> spec;
+  bool spec_started = false;
 };
 
 Scheduler::Scheduler(std::shared_ptr<Engine> engine, SchedulerOptions opts, Metrics* metrics)
@@ -182,6 +192,19 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     s->session->reset();
     s->history.clear();
   }
+  const bool speculate = opts_.draft > 0 && !job->params.sampling.logprobs;
+  if (speculate) {
+    // The decoder starts from an empty session and owns the depths' state: no prefix reuse.
+    s->session->reset();
+    s->history.clear();
+    auto d = SpeculativeDecoder::create(*s->session, opts_.draft, opts_.draft_vocab);
+    if (!d.ok()) {
+      job->finish("error", d.status().message());
+      return;
+    }
+    s->spec = std::move(d).value();
+    s->spec_started = false;
+  }
   s->job = std::move(job);
   const JobParams& p = s->job->params;
   s->prefill_pos = s->history.size();
@@ -211,7 +234,14 @@ void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::strin
   if (!s.job) return;
   s.job->finish(reason, error, s.cached);
   if (reason == "cancelled") metrics_->requests_cancelled += 1;
-  if (reason == "error") {
+  if (s.spec) {
+    // A round may have run past the job's end: the session's state is not its history, so it
+    // is neither cached nor reused.
+    s.spec.reset();
+    s.spec_started = false;
+    s.session->reset();
+    s.history.clear();
+  } else if (reason == "error") {
     s.session->reset();
     s.history.clear();
   } else if (int64_t(s.history.size()) >= opts_.min_snapshot_tokens &&
@@ -245,6 +275,7 @@ bool Scheduler::step() {
     }
     metrics_->queue_depth = int64_t(queue_.size());
   }
+  const bool spec_ran = step_speculative();
   // Inputs: decode slots take one token each, prefill slots share the rest of the budget; a
   // prefill chunk ends at the next snapshot boundary so the snapshot lands exactly there.
   std::vector<Session*> sessions;
@@ -252,7 +283,7 @@ bool Scheduler::step() {
   std::vector<Slot*> used;
   int64_t n_decode = 0, n_prefill = 0;
   for (auto& sp : slots_)
-    if (sp->job && sp->prefill_pos >= sp->job->params.prompt.size()) {
+    if (sp->job && !sp->spec && sp->prefill_pos >= sp->job->params.prompt.size()) {
       sessions.push_back(sp->session.get());
       inputs.emplace_back(&sp->pending, 1);
       used.push_back(sp.get());
@@ -261,7 +292,7 @@ bool Scheduler::step() {
   int64_t budget = std::max<int64_t>(opts_.batch_tokens - n_decode, 1);
   for (auto& sp : slots_) {
     Slot& s = *sp;
-    if (!s.job || s.prefill_pos >= s.job->params.prompt.size() || budget <= 0) continue;
+    if (!s.job || s.spec || s.prefill_pos >= s.job->params.prompt.size() || budget <= 0) continue;
     const auto& p = s.job->params;
     while (s.next_snap < p.snapshot_at.size() &&
            size_t(p.snapshot_at[s.next_snap]) <= s.prefill_pos)
@@ -274,7 +305,7 @@ bool Scheduler::step() {
     budget -= int64_t(end - s.prefill_pos);
     n_prefill += int64_t(end - s.prefill_pos);
   }
-  if (sessions.empty()) return false;
+  if (sessions.empty()) return spec_ran;
 
   const auto t0 = std::chrono::steady_clock::now();
   const Status st = engine_->step(sessions, inputs);
@@ -306,7 +337,14 @@ bool Scheduler::step() {
         snapshot_to_cache(s);
       if (s.prefill_pos < p.prompt.size()) continue;
     }
-    TokenEvent ev = s.sampler->next(s.session->last_logits());
+    on_token(s, s.sampler->next(s.session->last_logits()));
+  }
+  return true;
+}
+
+bool Scheduler::on_token(Slot& s, TokenEvent ev) {
+  const JobParams& p = s.job->params;
+  {
     const int32_t tok = ev.id;
     s.job->emit(std::move(ev));
     s.job->generated += 1;
@@ -327,8 +365,73 @@ bool Scheduler::step() {
       finish_slot(s, "length");
     } else {
       s.pending = tok;
+      return true;
     }
   }
+  return false;
+}
+
+bool Scheduler::step_speculative() {
+  std::vector<SpeculativeDecoder*> decs;
+  std::vector<Sampler*> samplers;
+  std::vector<Slot*> in_round;
+  bool ran = false;
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (!s.job || !s.spec) continue;
+    if (!s.spec_started) {
+      // The prompt through the trunk and the depths, and the first token (not batched).
+      const auto& prompt = s.job->params.prompt;
+      auto first = s.spec->start(prompt, *s.sampler);
+      ran = true;
+      if (!first.ok()) {
+        finish_slot(s, "error", first.status().message());
+        continue;
+      }
+      s.spec_started = true;
+      s.history = prompt;
+      s.prefill_pos = prompt.size();
+      metrics_->prefill_tokens += uint64_t(prompt.size());
+      on_token(s, token_event(first.value()));
+      continue;
+    }
+    decs.push_back(s.spec.get());
+    samplers.push_back(s.sampler.get());
+    in_round.push_back(&s);
+  }
+  if (decs.empty()) return ran;
+  std::vector<SpeculativeStats> before;
+  for (auto* d : decs) before.push_back(d->stats());
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = SpeculativeDecoder::step_batch(decs, samplers);
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) {
+    for (Slot* s : in_round) finish_slot(*s, "error", st.message());
+    return true;
+  }
+  metrics_->steps += 1;
+  Metrics::add(metrics_->step_seconds, dt);
+  int64_t n_tokens = 0;
+  for (size_t i = 0; i < in_round.size(); ++i) {
+    Slot& s = *in_round[i];
+    const SpeculativeStats& now = decs[i]->stats();
+    metrics_->spec_rounds += uint64_t(now.rounds - before[i].rounds);
+    metrics_->spec_tokens += uint64_t(now.tokens - before[i].tokens);
+    for (size_t k = 0; k < now.drafted.size() && k < Metrics::kMaxDraftPositions; ++k) {
+      metrics_->spec_drafted[k] += uint64_t(now.drafted[k] - before[i].drafted[k]);
+      metrics_->spec_accepted[k] += uint64_t(now.accepted[k] - before[i].accepted[k]);
+    }
+    // The round's tokens, in order: each consumes the pending one before it (as a plain step).
+    const std::vector<int32_t> toks(decs[i]->last_tokens().begin(), decs[i]->last_tokens().end());
+    for (int32_t t : toks) {
+      s.history.push_back(s.pending);
+      ++n_tokens;
+      if (!on_token(s, token_event(t))) break;
+    }
+  }
+  metrics_->decode_tokens += uint64_t(n_tokens);
+  if (n_tokens > 0 && dt > 0)
+    metrics_->decode_tps = 0.8 * metrics_->decode_tps.load() + 0.2 * (double(n_tokens) / dt);
   return true;
 }
 

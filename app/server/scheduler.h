@@ -21,6 +21,7 @@
 
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
+#include "inkling/speculative.h"
 #include "metrics.h"
 #include "prefix_cache.h"
 
@@ -85,6 +86,10 @@ struct SchedulerOptions {
   int64_t batch_tokens = 512;  // prompt tokens per step, summed over slots
   size_t prefix_cache_bytes = size_t(1) << 30;
   int64_t min_snapshot_tokens = 16;  // shorter prefixes are not worth a snapshot
+  // --draft K: jobs decode speculatively with K MTP drafts per round (jobs asking for logprobs
+  // decode plainly); their rounds are verified together in one pass (step_batch). 0 = off.
+  int draft = 0;
+  int64_t draft_vocab = 0;  // --draft-vocab N (0 = every id)
 };
 
 class Scheduler {
@@ -105,6 +110,11 @@ class Scheduler {
   void admit(std::shared_ptr<Job> job);
   bool step();
   void finish_slot(Slot& s, const std::string& reason, const std::string& error = "");
+  // Emits one sampled token of the slot's job and ends the job on a stop id, max_tokens or the
+  // context; false when it ended.
+  bool on_token(Slot& s, TokenEvent ev);
+  // The speculative slots' part of a step: prompts of new ones, then one batched round.
+  bool step_speculative();
   // Adds the slot's state at its current history to the prefix cache, counted in full.
   void snapshot_to_cache(Slot& s);
 

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "context.h"
+#include "inkling/speculative.h"
 #include "listener.h"
 
 namespace inkling::server {
@@ -461,6 +462,13 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
   so.max_queue = opts.max_queue;
   so.batch_tokens = std::max<int64_t>(1, opts.batch_tokens);
   so.prefix_cache_bytes = opts.prefix_cache_mb << 20;
+  so.draft = opts.draft;
+  so.draft_vocab = opts.draft_vocab;
+  if (opts.draft > 0) {  // the depths and the draft count are checked before serving
+    auto probe = ctx.engine->new_session();
+    auto d = SpeculativeDecoder::create(*probe, opts.draft, opts.draft_vocab);
+    if (!d.ok()) return Status::error("--draft: " + d.status().message());
+  }
   ctx.scheduler = std::make_unique<Scheduler>(ctx.engine, so, &ctx.metrics);
 
   impl->listener = std::make_unique<Listener>(opts.net);

@@ -29,6 +29,8 @@ struct ServerOptions {
   std::string alias;        // model id reported by /v1/models; default: the folder name
   std::string test_script;  // TEST ONLY: JSON [{"when": substr, "output": text}] forced outputs
   bool verbose = false;
+  int draft = 0;            // speculative decoding with this many MTP drafts per round (0 = off)
+  int64_t draft_vocab = 0;  // the drafts' head over ids [0, N) (0 = every id)
 };
 
 class Server {

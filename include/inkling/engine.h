@@ -44,6 +44,10 @@ struct ModelInfo {
   int hidden = 0, n_layers = 0;
   std::vector<std::string> layer_kinds;  // per layer: "sliding/dense", "global/moe", ...
   std::vector<int32_t> eos_ids;
+  // Multi-token-prediction draft depths: per depth declared by the config "banded" or "global";
+  // mtp_depths of them have bound tensors (the most drafts a SpeculativeDecoder can take).
+  std::vector<std::string> mtp_kinds;
+  int mtp_depths = 0;
   int64_t n_tensors = 0;  // tensors in the checkpoint files
   std::vector<std::pair<std::string, uint64_t>> bytes_by_dtype;
   std::vector<std::string> dropped;  // tower / MTP tensors ignored
@@ -150,6 +154,7 @@ class Session {
 
  private:
   friend class Engine;
+  friend class SpeculativeDecoder;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

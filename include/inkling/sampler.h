@@ -98,10 +98,22 @@ class Sampler {
   // Stage 6 alone: temperature, top-k, top-p, min-p and the draw; no history, nothing recorded.
   int32_t sample(std::span<const float> logits);
 
+  // For speculative decoding (include/inkling/speculative.h), which must draw from exactly the
+  // distribution next() draws from:
+  // filtered(): stage 6's distribution without the draw: temperature, top-k, top-p, min-p as
+  // probabilities over the logits (greedy: all mass on the argmax). Nothing recorded.
+  void filtered(std::span<const float> logits, std::vector<float>* probs);
+  // distribution(): stages 1-4 with the current history, then filtered(); returns the token a
+  // constraint forces instead (probs untouched). Nothing recorded: accept() the chosen token.
+  std::optional<int32_t> distribution(std::span<const float> logits, std::vector<float>* probs);
+  // The next number in [0, 1) of the draw's random stream.
+  double uniform();
+
  private:
   void apply_penalties(std::span<float> w) const;  // stages 1-3
   std::optional<int32_t> apply_constraints(std::span<float> w);
   double next_uniform();
+  size_t candidates(std::span<const float> logits);
 
   SamplingParams p_;
   uint64_t state_;

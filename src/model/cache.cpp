@@ -49,20 +49,31 @@ void LayerCache::put(int64_t pos, const float* key, const float* value) {
   }
 }
 
+LayerCache LayerCache::fresh(const ModelConfig& c, const LayerSpec& l, int64_t chunk, KvType kv) {
+  LayerCache lc;
+  lc.type = kv;
+  lc.row = int64_t(l.n_kv_heads) * l.head_dim;
+  lc.ring = l.sliding ? int64_t(l.rel_extent) - 1 + chunk : 0;  // sliding: R == W
+  const size_t hist = size_t(c.conv_k - 1);
+  lc.conv_k.assign(hist * size_t(lc.row), 0.f);
+  lc.conv_v.assign(hist * size_t(lc.row), 0.f);
+  lc.conv_attn.assign(hist * size_t(c.hidden), 0.f);
+  lc.conv_mlp.assign(hist * size_t(c.hidden), 0.f);
+  return lc;
+}
+
+void LayerCache::rewind_convs(const ConvTrace& t, int64_t keep, int64_t taps) {
+  auto one = [&](const std::vector<float>& rows, std::vector<float>& state) {
+    const size_t C = state.size() / size_t(taps - 1);
+    std::copy_n(rows.begin() + ptrdiff_t(size_t(keep) * C), state.size(), state.begin());
+  };
+  if (taps <= 1) return;
+  one(t.k, conv_k), one(t.v, conv_v), one(t.attn, conv_attn), one(t.mlp, conv_mlp);
+}
+
 SequenceState SequenceState::fresh(const ModelConfig& c, int64_t chunk, KvType kv) {
   SequenceState s;
-  for (const LayerSpec& l : c.layers) {
-    LayerCache lc;
-    lc.type = kv;
-    lc.row = int64_t(l.n_kv_heads) * l.head_dim;
-    lc.ring = l.sliding ? int64_t(c.window) - 1 + chunk : 0;
-    const size_t hist = size_t(c.conv_k - 1);
-    lc.conv_k.assign(hist * size_t(lc.row), 0.f);
-    lc.conv_v.assign(hist * size_t(lc.row), 0.f);
-    lc.conv_attn.assign(hist * size_t(c.hidden), 0.f);
-    lc.conv_mlp.assign(hist * size_t(c.hidden), 0.f);
-    s.layers.push_back(std::move(lc));
-  }
+  for (const LayerSpec& l : c.layers) s.layers.push_back(LayerCache::fresh(c, l, chunk, kv));
   return s;
 }
 

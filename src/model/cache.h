@@ -13,6 +13,14 @@
 
 namespace inkling {
 
+// The inputs of one layer's four short convs over one call, each prefixed by the conv state
+// before the call: [K-1 + n, C] per conv. The state after the call's first `keep` rows is rows
+// [keep, keep + K-1) of it, which is how a speculative verify pass is rolled back without a
+// replay. Grown on demand; filled only when a LayerSegment asks for it.
+struct ConvTrace {
+  std::vector<float> k, v, attn, mlp;
+};
+
 struct LayerCache {
   KvType type = KvType::kF32;
   std::vector<float> k, v;         // kF32: rows of n_kv*hd floats; grown on demand
@@ -28,6 +36,11 @@ struct LayerCache {
   void put(int64_t pos, const float* key, const float* value);
   int64_t rows_allocated() const;
   int64_t slot(int64_t pos) const { return (ring ? pos % ring : pos) * row; }
+
+  // An empty cache for one layer of geometry `l` (sliding: a ring of R-1+chunk rows).
+  static LayerCache fresh(const ModelConfig& c, const LayerSpec& l, int64_t chunk, KvType kv);
+  // Sets the four conv states to those after the first `keep` rows of the traced call.
+  void rewind_convs(const ConvTrace& t, int64_t keep, int64_t taps);
 };
 
 struct SequenceState {

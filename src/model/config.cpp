@@ -121,6 +121,88 @@ void read_eos(const json* v, std::vector<int32_t>* out, Fields* f) {
   }
 }
 
+// mtp_config (an object at the top level or in text_config) or the flat HF spellings in the
+// text config. Checked like the trunk's fields; chain_hidden_post_norm is refused (the released
+// checkpoints have no chain_norm tensor, and the spec leaves its use by deeper depths open).
+Status read_mtp(const json& root, const json& tc, const std::string& p, ModelConfig* c) {
+  const json* obj = nullptr;
+  std::string prefix;
+  for (const auto& [o, name] : {std::pair<const json*, std::string>{&root, ""}, {&tc, p}}) {
+    auto it = o->find("mtp_config");
+    if (it == o->end() || it->is_null()) continue;
+    if (!it->is_object()) return Status::error("field '" + name + "mtp_config' must be an object");
+    obj = &*it;
+    prefix = name + "mtp_config.";
+    break;
+  }
+  const json& src = obj ? *obj : tc;
+  if (!obj) prefix = p;
+  Fields f(src, prefix);
+  int n = 0;
+  // Inside mtp_config the OG names (HF ones accepted too); flat in a text config only the HF
+  // names, which cannot be confused with the trunk's own local_layer_ids.
+  const bool in_obj = obj != nullptr;
+  if (in_obj)
+    f.integer({"num_nextn_predict_layers", "num_mtp_layers"}, &n, 0, kMaxLayers);
+  else
+    f.integer({"num_mtp_layers"}, &n, 0, kMaxLayers);
+  int extent = c->window;
+  if (in_obj)
+    f.integer({"local_extent", "mtp_local_extent"}, &extent, 1, kMaxExtent);
+  else
+    f.integer({"mtp_local_extent"}, &extent, 1, kMaxExtent);
+  INK_RETURN_IF_ERROR(f.status());
+  auto boolean = [&](std::initializer_list<const char*> names, bool* out) -> Status {
+    for (const char* name : names) {
+      const json* v = f.find({name});
+      if (!v) continue;
+      if (!v->is_boolean())
+        return Status::error("field '" + prefix + name + "' must be true or false, got " +
+                             v->dump());
+      *out = v->get<bool>();
+      break;
+    }
+    return Status::success();
+  };
+  bool chain = false;
+  INK_RETURN_IF_ERROR(boolean({"chain_hidden_post_norm"}, &chain));
+  if (in_obj)
+    INK_RETURN_IF_ERROR(
+        boolean({"hidden_states_first", "mtp_hidden_states_first"}, &c->mtp.hidden_first));
+  else
+    INK_RETURN_IF_ERROR(boolean({"mtp_hidden_states_first"}, &c->mtp.hidden_first));
+  if (chain && n > 0)
+    return Status::error("field '" + prefix +
+                         "chain_hidden_post_norm' is true: MTP depths with a chain_norm are not "
+                         "supported");
+  std::vector<bool> local(size_t(n), false);
+  const char* ids_name =
+      in_obj && f.has({"local_layer_ids"}) ? "local_layer_ids" : "mtp_local_layer_ids";
+  if (const json* ids = f.find({ids_name})) {
+    if (!ids->is_array())
+      return Status::error("field '" + prefix + ids_name + "' must be a list of depth indices");
+    for (const auto& v : *ids) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= n)
+        return Status::error("field '" + prefix + ids_name + "' has " + v.dump() +
+                             ", not a depth index below " + std::to_string(n));
+      local[v.get<size_t>()] = true;
+    }
+  }
+  c->mtp.local_extent = extent;
+  c->mtp.depths.clear();
+  for (int d = 0; d < n; ++d) {
+    LayerSpec s;
+    s.sliding = local[size_t(d)];
+    s.dense = true;
+    s.n_heads = s.sliding ? c->swa_n_heads : c->n_heads;
+    s.n_kv_heads = s.sliding ? c->swa_n_kv_heads : c->n_kv_heads;
+    s.head_dim = s.sliding ? c->swa_head_dim : c->head_dim;
+    s.rel_extent = s.sliding ? extent : c->rel_extent;
+    c->mtp.depths.push_back(s);
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 bool ModelConfig::has_moe() const {
@@ -299,6 +381,7 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   if (c.has_moe() && c.top_k > c.n_routed)
     return err("field '" + p + "num_experts_per_tok' (" + std::to_string(c.top_k) +
                ") exceeds n_routed_experts (" + std::to_string(c.n_routed) + ")");
+  INK_RETURN_IF_ERROR(read_mtp(root, tc, p, &c).with_context("[config] " + source + ": "));
   return c;
 }
 

@@ -37,6 +37,16 @@ struct LayerSpec {
   int rel_extent = 0;   // R: window on sliding layers, rel_extent on global layers
 };
 
+// Multi-token-prediction (MTP) draft depths, from mtp_config (OG, top level) or the HF spellings
+// num_mtp_layers / mtp_local_layer_ids / mtp_hidden_states_first / chain_hidden_post_norm.
+// Depth d is one ordinary decoder layer (dense MLP of dense_width): banded depths take the
+// sliding geometry with a window of local_extent, global depths the global geometry.
+struct MtpConfig {
+  std::vector<LayerSpec> depths;  // num_nextn_predict_layers entries (empty: no MTP)
+  bool hidden_first = true;       // hidden_states_first: concat(hidden, embedding) order
+  int local_extent = 0;           // local_extent (default: sliding_window_size)
+};
+
 struct ModelConfig {
   std::string model_type;           // top-level model_type as found ("inkling_mm_model", ...)
   std::string format;               // "og" (Thinking Machines spelling) or "hf" (transformers)
@@ -68,6 +78,7 @@ struct ModelConfig {
   double mup_divisor = 24.0;        // logits_mup_width_multiplier (alias embedding_multiplier)
   std::vector<int32_t> eos_ids;     // eos_token_id (int or list); top level wins over text_config
   std::vector<LayerSpec> layers;
+  MtpConfig mtp;  // draft depths (spec/inkling-mtp.md)
 
   bool has_moe() const;
 };

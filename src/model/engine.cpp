@@ -3,11 +3,14 @@
 #include "inkling/engine.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "model/model.h"
+#include "model/session_impl.h"
 #include "ops/formats.h"
 
 namespace inkling {
@@ -33,18 +36,6 @@ size_t snapshot_bytes(const SessionSnapshot& snap) {
          sizeof(SessionSnapshot);
 }
 
-struct Session::Impl {
-  std::shared_ptr<const Engine> engine;
-  const Model* model = nullptr;
-  ThreadPool* pool = nullptr;
-  SequenceState state;
-  Scratch scratch;
-  std::vector<float> logits;  // [unpadded_vocab] of the last position
-  int64_t max_context = 0;
-  ActivationObserver* observer = nullptr;
-  KvType kv = KvType::kF32;
-};
-
 namespace {
 
 void storage_table(const Model& m, ModelInfo* info) {
@@ -64,7 +55,14 @@ void storage_table(const Model& m, ModelInfo* info) {
     e.kernel_gemm = k.for_tokens(kGemmMinTokens).name;
   });
   uint64_t copied = (w.embed_norm.size() + w.final_norm.size()) * 4;
-  for (const LayerWeights& l : w.layers) {
+  std::vector<const LayerWeights*> layers;
+  for (const LayerWeights& l : w.layers) layers.push_back(&l);
+  for (const MtpDepthWeights& d : w.mtp) {
+    layers.push_back(&d.block);
+    copied += (d.embed_norm.size() + d.hidden_norm.size()) * 4;
+  }
+  for (const LayerWeights* lp : layers) {
+    const LayerWeights& l = *lp;
     for (const auto* v :
          {&l.attn_norm, &l.mlp_norm, &l.attn_conv, &l.mlp_conv, &l.attn.q_norm, &l.attn.k_norm,
           &l.attn.k_conv, &l.attn.v_conv, &l.attn.rel_proj, &l.moe.router_bias})
@@ -125,6 +123,21 @@ ModelInfo describe(const Model& m, const std::string& dir) {
     << "\n"
     << "vocab " << c.vocab_size << " (logits " << c.unpadded_vocab << "), muP divisor "
     << c.mup_divisor;
+  if (!c.mtp.depths.empty()) {
+    s << "\nMTP: " << c.mtp.depths.size() << " depths (";
+    for (size_t d = 0; d < c.mtp.depths.size(); ++d) {
+      const LayerSpec& l = c.mtp.depths[d];
+      s << (d ? ", " : "") << d << ": "
+        << (l.sliding ? "banded, window " + std::to_string(l.rel_extent)
+                      : "global, rel_extent " + std::to_string(l.rel_extent));
+    }
+    s << "), " << (c.mtp.hidden_first ? "hidden first" : "embedding first") << ", "
+      << (m.weights.mtp.empty()
+              ? "tensors absent (no speculative decoding)"
+              : "tensors bound (--draft up to " + std::to_string(m.weights.mtp.size()) + ")");
+  }
+  for (const LayerSpec& l : c.mtp.depths) info.mtp_kinds.push_back(l.sliding ? "banded" : "global");
+  info.mtp_depths = int(m.weights.mtp.size());
   info.summary = s.str();
   storage_table(m, &info);
   return info;
@@ -139,7 +152,30 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
   if (!store.ok()) return store.status().with_context("[load] ");
   m->store = std::move(store).value();
   m->n_tensors = int64_t(m->store.all().size());
-  INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize(refs_from_store(m->store), &m->layout));
+  TensorMap refs = refs_from_store(m->store);
+  INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize(refs, &m->layout));
+  if (!m->config.mtp.depths.empty()) {
+    // The original layout may keep the MTP depths in mtp.safetensors, which an index need not
+    // list; they join the binding map only when depth 0 is there (weights.cpp: bind_mtp).
+    const std::string mtp_file = dir + "/mtp.safetensors";
+    std::error_code ec;
+    bool listed = false;
+    for (const auto& f : m->store.files()) listed |= f->path() == mtp_file;
+    if (!listed && std::filesystem::exists(mtp_file, ec)) {
+      auto extra = TensorStore::from_files({mtp_file});
+      if (!extra.ok()) return extra.status().with_context("[load] ");
+      m->mtp_store = std::move(extra).value();
+      for (auto& [name, ref] : refs_from_store(*m->mtp_store)) refs.emplace(name, ref);
+    }
+    INK_ASSIGN_OR_RETURN(TensorMap mtp, sanitize_mtp(refs));
+    if (mtp.count("mtp.0.input_proj.weight")) {
+      // Bound, so no longer "dropped" (inspect counts what the engine ignores).
+      std::set<std::string> used;
+      for (const auto& [name, ref] : mtp) used.insert(ref.origin);
+      std::erase_if(m->layout.dropped, [&](const std::string& n) { return used.count(n) > 0; });
+      canonical.merge(mtp);
+    }
+  }
   INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
   INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical, quant));
   return m;

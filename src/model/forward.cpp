@@ -18,7 +18,9 @@ namespace {
 template <typename F>
 void scratch_layout(Scratch& s, const ModelConfig& c, int64_t chunk, F&& f) {
   int64_t qw = 0, kvw = 0, rw = 0;
-  for (const LayerSpec& l : c.layers) {
+  std::vector<LayerSpec> all = c.layers;  // the trunk's layers and the MTP depths
+  all.insert(all.end(), c.mtp.depths.begin(), c.mtp.depths.end());
+  for (const LayerSpec& l : all) {
     qw = std::max<int64_t>(qw, int64_t(l.n_heads) * l.head_dim);
     kvw = std::max<int64_t>(kvw, int64_t(l.n_kv_heads) * l.head_dim);
     rw = std::max<int64_t>(rw, int64_t(l.n_heads) * c.d_rel);
@@ -71,7 +73,8 @@ void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& 
   const std::span<LayerSegment> ls(s.layer_segs.data(), n_segs);
   for (int l = 0; l < c.n_layers; ++l) {
     for (size_t i = 0; i < n_segs; ++i)
-      ls[i] = {&segs[i].state->layers[size_t(l)], segs[i].state->pos, segs[i].n};
+      ls[i] = {&segs[i].state->layers[size_t(l)], segs[i].state->pos, segs[i].n,
+               segs[i].trace ? &segs[i].trace[l] : nullptr};
     const Tap layer_tap = tap ? Tap{observer, "layers." + std::to_string(l) + "."} : Tap{};
     forward_layer(c, c.layers[size_t(l)], w.layers[size_t(l)], x, ls, s, pool, layer_tap);
     if (layer_tap) tap(("layers." + std::to_string(l)).c_str(), x, {T, H});

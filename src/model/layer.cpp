@@ -15,6 +15,14 @@ namespace inkling {
 
 namespace {
 
+// Records a conv's state and its n input rows of width C (ConvTrace) before the conv runs.
+void trace_conv(std::vector<float>* out, const std::vector<float>& state, const float* u, int64_t n,
+                int64_t C) {
+  out->resize(state.size() + size_t(n * C));
+  std::copy(state.begin(), state.end(), out->begin());
+  std::copy_n(u, n * C, out->begin() + ptrdiff_t(state.size()));
+}
+
 // Attention branch: a [T, H] (normed rows of all segments) -> out [T, H]. Updates each
 // segment's KV cache and k/v conv states.
 void attention_block(const ModelConfig& c, const LayerSpec& spec, const AttentionWeights& w,
@@ -37,6 +45,10 @@ void attention_block(const ModelConfig& c, const LayerSpec& spec, const Attentio
   for (const LayerSegment& g : segs) {
     float* k = s.k.data() + off * kvw;
     float* v = s.v.data() + off * kvw;
+    if (g.trace) {
+      trace_conv(&g.trace->k, g.cache->conv_k, k, g.n, kvw);
+      trace_conv(&g.trace->v, g.cache->conv_v, v, g.n, kvw);
+    }
     short_conv(k, g.n, kvw, w.k_conv.data(), c.conv_k, g.cache->conv_k.data(), k);
     short_conv(v, g.n, kvw, w.v_conv.data(), c.conv_k, g.cache->conv_v.data(), v);
     off += g.n;
@@ -54,7 +66,7 @@ void attention_block(const ModelConfig& c, const LayerSpec& spec, const Attentio
   shape.head_dim = spec.head_dim;
   shape.d_rel = c.d_rel;
   shape.rel_extent = spec.rel_extent;
-  shape.window = spec.sliding ? c.window : 0;
+  shape.window = spec.sliding ? spec.rel_extent : 0;  // sliding: R == W (an MTP depth: its extent)
   shape.log_floor = (!spec.sliding && c.log_floor) ? *c.log_floor : 0.0;
   shape.log_alpha = c.log_alpha;
   off = 0;
@@ -83,7 +95,9 @@ void branch_conv(const std::vector<float>& weight, int64_t K, bool mlp,
                  std::span<const LayerSegment> segs, int64_t H, float* br) {
   int64_t off = 0;
   for (const LayerSegment& g : segs) {
-    float* st = mlp ? g.cache->conv_mlp.data() : g.cache->conv_attn.data();
+    std::vector<float>& state = mlp ? g.cache->conv_mlp : g.cache->conv_attn;
+    float* st = state.data();
+    if (g.trace) trace_conv(mlp ? &g.trace->mlp : &g.trace->attn, state, br + off * H, g.n, H);
     short_conv(br + off * H, g.n, H, weight.data(), K, st, br + off * H);
     off += g.n;
   }

@@ -22,6 +22,7 @@ struct LayerSegment {
   LayerCache* cache = nullptr;
   int64_t pos = 0;
   int64_t n = 0;
+  ConvTrace* trace = nullptr;  // optional: receives the four convs' inputs (model/cache.h)
 };
 
 // x [T, H] in place, T = the segments' rows in order:

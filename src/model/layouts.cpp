@@ -298,4 +298,34 @@ Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report) {
   return out;
 }
 
+Result<TensorMap> sanitize_mtp(const TensorMap& in) {
+  TensorMap blocks, out;
+  for (const auto& [name, ref] : in) {
+    std::string rest;
+    for (const char* p : {"model.mtp.layers.", "mtp.layers."})
+      if (starts_with(name, p)) rest = name.substr(std::strlen(p));
+    const size_t dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0 ||
+        rest.find_first_not_of("0123456789") != dot)  // not "<d>.<tensor>"
+      continue;
+    const std::string d = rest.substr(0, dot), tail = rest.substr(dot + 1);
+    const std::string block = "transformer_block.";
+    if (starts_with(tail, block))
+      blocks.emplace("model.layers." + d + "." + tail.substr(block.size()), ref);
+    else
+      out.emplace("mtp." + d + "." + tail, ref);
+  }
+  // The decoder layer of each depth goes through the trunk's rename table (fused w13, convs).
+  INK_ASSIGN_OR_RETURN(TensorMap layers, sanitize(blocks, nullptr));
+  for (auto& [name, ref] : layers) {
+    const std::string pre = "model.layers.";
+    if (!starts_with(name, pre)) continue;
+    auto [it, fresh] = out.emplace("mtp." + name.substr(pre.size()), ref);
+    if (!fresh)
+      return Status::error("[load] " + ref.origin + " and " + it->second.origin + " both map to '" +
+                           it->first + "'");
+  }
+  return out;
+}
+
 }  // namespace inkling

@@ -42,6 +42,12 @@ TensorMap refs_from_store(const TensorStore& store);
 
 Result<TensorMap> sanitize(const TensorMap& in, SanitizeReport* report);
 
+// The multi-token-prediction tensors model.mtp.layers.<d>.* (or mtp.layers.<d>.*, as a separate
+// mtp.safetensors may spell them), which sanitize() drops, under canonical names "mtp.<d>.":
+// the depth's own embed_norm / hidden_norm / input_proj, and its transformer_block renamed like
+// a trunk layer ("mtp.0.self_attn.q_proj.weight", "mtp.0.mlp.gate_proj.weight", ...).
+Result<TensorMap> sanitize_mtp(const TensorMap& in);
+
 std::string shape_str(const std::vector<int64_t>& s);
 
 // Canonical names of a weight's quantization sidecars: MLX `scales` / `biases`, ModelOpt block

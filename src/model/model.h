@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@ namespace inkling {
 
 struct Model {
   ModelConfig config;
-  TensorStore store;  // owns the mappings the weight views point into
+  TensorStore store;                     // owns the mappings the weight views point into
+  std::optional<TensorStore> mtp_store;  // mtp.safetensors when the index does not list it
   Weights weights;
   SanitizeReport layout;
   int64_t n_tensors = 0;  // tensors in the checkpoint files
@@ -55,6 +57,8 @@ struct Segment {
   bool all_positions = false;
   float* hidden = nullptr;
   float* hidden_normed = nullptr;
+  ConvTrace* trace =
+      nullptr;  // optional [n_layers]: each layer's conv inputs (speculative rollback)
 };
 
 // Runs several sequences through the model in one pass: every matmul (and each MoE expert) sees

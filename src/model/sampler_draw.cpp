@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "inkling/status.h"
+
 namespace inkling {
 
 int32_t argmax(std::span<const float> logits) {
@@ -29,6 +31,49 @@ double Sampler::next_uniform() {
 
 int32_t Sampler::sample(std::span<const float> logits) {
   if (p_.temperature <= 0.f || p_.top_k == 1) return argmax(logits);
+  const size_t keep = candidates(logits);
+  if (keep == 0) return argmax(logits);
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += cand_[i].first;
+  double r = next_uniform() * total;
+  for (size_t i = 0; i < keep; ++i) {
+    r -= cand_[i].first;
+    if (r <= 0) return cand_[i].second;
+  }
+  return cand_[keep - 1].second;
+}
+
+void Sampler::filtered(std::span<const float> logits, std::vector<float>* probs) {
+  probs->assign(logits.size(), 0.f);
+  const size_t keep = p_.temperature <= 0.f || p_.top_k == 1 ? 0 : candidates(logits);
+  if (keep == 0) {
+    (*probs)[size_t(argmax(logits))] = 1.f;
+    return;
+  }
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += cand_[i].first;
+  for (size_t i = 0; i < keep; ++i)
+    (*probs)[size_t(cand_[i].second)] = float(cand_[i].first / total);
+}
+
+std::optional<int32_t> Sampler::distribution(std::span<const float> logits,
+                                             std::vector<float>* probs) {
+  INK_CHECK(!logits.empty());
+  work_.assign(logits.begin(), logits.end());
+  std::span<float> w(work_);
+  apply_penalties(w);
+  if (std::optional<int32_t> forced = apply_constraints(w)) return forced;
+  filtered(w, probs);
+  return std::nullopt;
+}
+
+double Sampler::uniform() {
+  return next_uniform();
+}
+
+// Fills cand_ with (unnormalised weight, id) of the tokens the draw may pick, best first where
+// a filter sorted them, and returns how many (0: no finite logit).
+size_t Sampler::candidates(std::span<const float> logits) {
   cand_.clear();
   float mx = -INFINITY;
   for (size_t i = 0; i < logits.size(); ++i)
@@ -36,7 +81,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
       cand_.emplace_back(logits[i] / p_.temperature, int32_t(i));
       mx = std::max(mx, cand_.back().first);
     }
-  if (cand_.empty()) return argmax(logits);
+  if (cand_.empty()) return 0;
   // Larger first; ties by lower id, so the order (and thus the draw) is fully determined.
   auto before = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
@@ -86,14 +131,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
                     cand_.begin());
     }
   }
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += cand_[i].first;
-  double r = next_uniform() * total;
-  for (size_t i = 0; i < keep; ++i) {
-    r -= cand_[i].first;
-    if (r <= 0) return cand_[i].second;
-  }
-  return cand_[keep - 1].second;
+  return keep;
 }
 
 }  // namespace inkling

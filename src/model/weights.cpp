@@ -365,6 +365,86 @@ void fold_expert_scales(Binder& b, const std::string& p, int64_t E, MoeWeights& 
   }
 }
 
+// One decoder layer's weights under the canonical prefix `p` ("model.layers.3.").
+LayerWeights bind_layer(Binder& b, const ModelConfig& c, const LayerSpec& s, const std::string& p) {
+  const int64_t H = c.hidden, K = c.conv_k;
+  LayerWeights L;
+  const int64_t nh = s.n_heads, nkv = s.n_kv_heads, hd = s.head_dim;
+  L.attn_norm = b.vec(p + "input_layernorm.weight", {H});
+  L.mlp_norm = b.vec(p + "post_attention_layernorm.weight", {H});
+  L.attn_conv = b.vec(p + "attn_sconv.conv1d.weight", {H, K});
+  L.mlp_conv = b.vec(p + "mlp_sconv.conv1d.weight", {H, K});
+  AttentionWeights& a = L.attn;
+  const std::string qkvr = p + "self_attn.qkvr_proj.weight";
+  if (!b.has(p + "self_attn.q_proj.weight") && b.has(qkvr)) {
+    // mlx-vlm's fused projection: rows q, k, v, r stacked in that order.
+    const int64_t rq = nh * hd, rk = nkv * hd, rr = nh * c.d_rel;
+    const MatView f = b.mat(qkvr, rq + 2 * rk + rr, H);
+    if (!b.status().ok()) return L;
+    a.q = f.slice_rows(0, rq);
+    a.k = f.slice_rows(rq, rk);
+    a.v = f.slice_rows(rq + rk, rk);
+    a.r = f.slice_rows(rq + 2 * rk, rr);
+  } else {
+    a.q = b.mat(p + "self_attn.q_proj.weight", nh * hd, H);
+    a.k = b.mat(p + "self_attn.k_proj.weight", nkv * hd, H);
+    a.v = b.mat(p + "self_attn.v_proj.weight", nkv * hd, H);
+    a.r = b.mat(p + "self_attn.r_proj.weight", nh * c.d_rel, H);
+  }
+  a.o = b.mat(p + "self_attn.o_proj.weight", H, nh * hd);
+  a.q_norm = b.vec(p + "self_attn.q_norm.weight", {hd});
+  a.k_norm = b.vec(p + "self_attn.k_norm.weight", {hd});
+  a.k_conv = b.vec(p + "self_attn.k_sconv.conv1d.weight", {nkv * hd, K});
+  a.v_conv = b.vec(p + "self_attn.v_sconv.conv1d.weight", {nkv * hd, K});
+  a.rel_proj = b.vec(p + "self_attn.rel_logits_proj.proj", {c.d_rel, s.rel_extent});
+  if (s.dense) {
+    const int64_t W = c.dense_width;
+    L.dense = {b.mat(p + "mlp.gate_proj.weight", W, H), b.mat(p + "mlp.up_proj.weight", W, H),
+               b.mat(p + "mlp.down_proj.weight", H, W)};
+    L.dense_scale = b.scalar(p + "mlp.global_scale");
+  } else {
+    const int64_t E = c.n_routed, S = c.n_shared, I = c.moe_width;
+    MoeWeights& m = L.moe;
+    m.router = b.mat(p + "mlp.gate.weight", E + S, H);
+    m.router_bias = b.vec(p + "mlp.gate.e_score_correction_bias", {E});
+    m.router_scale = b.scalar(p + "mlp.gate.global_scale");
+    auto g = b.matrices(p + "mlp.experts.gate_proj", E, I, H);
+    auto u = b.matrices(p + "mlp.experts.up_proj", E, I, H);
+    auto d = b.matrices(p + "mlp.experts.down_proj", E, H, I);
+    for (size_t e = 0; e < g.size() && e < u.size() && e < d.size(); ++e)
+      m.routed.push_back({g[e], u[e], d[e]});
+    fold_expert_scales(b, p, E, m);
+    if (S > 0) {
+      auto sg = b.shared(p + "mlp.shared_experts.gate_proj", S, I, H, false);
+      auto su = b.shared(p + "mlp.shared_experts.up_proj", S, I, H, false);
+      auto sd = b.shared(p + "mlp.shared_experts.down_proj", S, H, I, true);
+      for (size_t e = 0; e < sg.size() && e < su.size() && e < sd.size(); ++e)
+        m.shared.push_back({sg[e], su[e], sd[e]});
+    }
+  }
+  return L;
+}
+
+// The MTP depths (model/layouts.h: sanitize_mtp names them "mtp.<d>."). Bound only when the
+// checkpoint has depth 0's input_proj: a config may declare depths whose tensors were dropped.
+void bind_mtp(Binder& b, const ModelConfig& c, Weights* w) {
+  if (c.mtp.depths.empty() || !b.has("mtp.0.input_proj.weight")) return;
+  const int64_t H = c.hidden;
+  for (size_t d = 0; d < c.mtp.depths.size() && b.status().ok(); ++d) {
+    const std::string p = "mtp." + std::to_string(d) + ".";
+    for (const char* own : {"embed_norm.weight", "hidden_norm.weight", "input_proj.weight"})
+      if (!b.has(p + own))
+        return b.fail("[load] missing tensor 'model.mtp.layers." + std::to_string(d) + "." + own +
+                      "' (mtp_config declares " + std::to_string(c.mtp.depths.size()) + " depths)");
+    MtpDepthWeights m;
+    m.embed_norm = b.vec(p + "embed_norm.weight", {H});
+    m.hidden_norm = b.vec(p + "hidden_norm.weight", {H});
+    m.input_proj = b.mat(p + "input_proj.weight", H, 2 * H);
+    m.block = bind_layer(b, c, c.mtp.depths[d], p);
+    w->mtp.push_back(std::move(m));
+  }
+}
+
 }  // namespace
 
 Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors) {
@@ -375,70 +455,15 @@ Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
                              const QuantConfig& quant) {
   Binder b(tensors, quant);
   Weights w;
-  const int64_t H = c.hidden, V = c.vocab_size, K = c.conv_k;
+  const int64_t H = c.hidden, V = c.vocab_size;
   w.embed = b.mat("model.embed_tokens.weight", V, H);
   w.lm_head = b.mat("lm_head.weight", V, H);
   w.embed_norm = b.vec("model.embed_norm.weight", {H});
   w.final_norm = b.vec("model.norm.weight", {H});
-  for (int i = 0; i < c.n_layers && b.status().ok(); ++i) {
-    const LayerSpec& s = c.layers[size_t(i)];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerWeights L;
-    const int64_t nh = s.n_heads, nkv = s.n_kv_heads, hd = s.head_dim;
-    L.attn_norm = b.vec(p + "input_layernorm.weight", {H});
-    L.mlp_norm = b.vec(p + "post_attention_layernorm.weight", {H});
-    L.attn_conv = b.vec(p + "attn_sconv.conv1d.weight", {H, K});
-    L.mlp_conv = b.vec(p + "mlp_sconv.conv1d.weight", {H, K});
-    AttentionWeights& a = L.attn;
-    const std::string qkvr = p + "self_attn.qkvr_proj.weight";
-    if (!b.has(p + "self_attn.q_proj.weight") && b.has(qkvr)) {
-      // mlx-vlm's fused projection: rows q, k, v, r stacked in that order.
-      const int64_t rq = nh * hd, rk = nkv * hd, rr = nh * c.d_rel;
-      const MatView f = b.mat(qkvr, rq + 2 * rk + rr, H);
-      if (!b.status().ok()) break;
-      a.q = f.slice_rows(0, rq);
-      a.k = f.slice_rows(rq, rk);
-      a.v = f.slice_rows(rq + rk, rk);
-      a.r = f.slice_rows(rq + 2 * rk, rr);
-    } else {
-      a.q = b.mat(p + "self_attn.q_proj.weight", nh * hd, H);
-      a.k = b.mat(p + "self_attn.k_proj.weight", nkv * hd, H);
-      a.v = b.mat(p + "self_attn.v_proj.weight", nkv * hd, H);
-      a.r = b.mat(p + "self_attn.r_proj.weight", nh * c.d_rel, H);
-    }
-    a.o = b.mat(p + "self_attn.o_proj.weight", H, nh * hd);
-    a.q_norm = b.vec(p + "self_attn.q_norm.weight", {hd});
-    a.k_norm = b.vec(p + "self_attn.k_norm.weight", {hd});
-    a.k_conv = b.vec(p + "self_attn.k_sconv.conv1d.weight", {nkv * hd, K});
-    a.v_conv = b.vec(p + "self_attn.v_sconv.conv1d.weight", {nkv * hd, K});
-    a.rel_proj = b.vec(p + "self_attn.rel_logits_proj.proj", {c.d_rel, s.rel_extent});
-    if (s.dense) {
-      const int64_t W = c.dense_width;
-      L.dense = {b.mat(p + "mlp.gate_proj.weight", W, H), b.mat(p + "mlp.up_proj.weight", W, H),
-                 b.mat(p + "mlp.down_proj.weight", H, W)};
-      L.dense_scale = b.scalar(p + "mlp.global_scale");
-    } else {
-      const int64_t E = c.n_routed, S = c.n_shared, I = c.moe_width;
-      MoeWeights& m = L.moe;
-      m.router = b.mat(p + "mlp.gate.weight", E + S, H);
-      m.router_bias = b.vec(p + "mlp.gate.e_score_correction_bias", {E});
-      m.router_scale = b.scalar(p + "mlp.gate.global_scale");
-      auto g = b.matrices(p + "mlp.experts.gate_proj", E, I, H);
-      auto u = b.matrices(p + "mlp.experts.up_proj", E, I, H);
-      auto d = b.matrices(p + "mlp.experts.down_proj", E, H, I);
-      for (size_t e = 0; e < g.size() && e < u.size() && e < d.size(); ++e)
-        m.routed.push_back({g[e], u[e], d[e]});
-      fold_expert_scales(b, p, E, m);
-      if (S > 0) {
-        auto sg = b.shared(p + "mlp.shared_experts.gate_proj", S, I, H, false);
-        auto su = b.shared(p + "mlp.shared_experts.up_proj", S, I, H, false);
-        auto sd = b.shared(p + "mlp.shared_experts.down_proj", S, H, I, true);
-        for (size_t e = 0; e < sg.size() && e < su.size() && e < sd.size(); ++e)
-          m.shared.push_back({sg[e], su[e], sd[e]});
-      }
-    }
-    w.layers.push_back(std::move(L));
-  }
+  for (int i = 0; i < c.n_layers && b.status().ok(); ++i)
+    w.layers.push_back(
+        bind_layer(b, c, c.layers[size_t(i)], "model.layers." + std::to_string(i) + "."));
+  bind_mtp(b, c, &w);
   if (!b.status().ok()) return b.status();
   // Every matrix gets its kernels from the format registry now, once.
   std::string unbound;

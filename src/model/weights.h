@@ -45,13 +45,22 @@ struct LayerWeights {
   MoeWeights moe;         // MoE layers
 };
 
+// One MTP draft depth (spec/inkling-mtp.md): its own norms, the 2H -> H input projection and an
+// ordinary decoder layer with a dense MLP. It shares the trunk's embed, embed_norm and lm_head.
+struct MtpDepthWeights {
+  std::vector<float> embed_norm, hidden_norm;  // [H]
+  MatView input_proj;                          // [H, 2H]
+  LayerWeights block;
+};
+
 struct Weights {
   MatView embed;                  // [V, H]
   MatView lm_head;                // [V, H]
   std::vector<float> embed_norm;  // [H]
   std::vector<float> final_norm;  // [H]
   std::vector<LayerWeights> layers;
-  std::vector<std::string> unused;  // canonical tensors nothing bound
+  std::vector<MtpDepthWeights> mtp;  // empty when the checkpoint has no MTP tensors
+  std::vector<std::string> unused;   // canonical tensors nothing bound
   // Storage of the bound matrices by format ("BF16", "affine q4/g64", "nvfp4"): checkpoint
   // tensors (codes + sidecars counted once) and their bytes in the mapping.
   struct Storage {
@@ -63,8 +72,9 @@ struct Weights {
 
 // Calls f(group, name, view) for every matrix of w (Weights or const Weights), in a fixed order:
 // `group` is the module group inspect and bench report ("embed", "lm_head", "attention",
-// "dense mlp", "router", "routed experts", "shared experts"), `name` the canonical tensor name
-// (experts: "model.layers.3.mlp.experts.17.gate_proj"). Unbound views (data null) are skipped.
+// "dense mlp", "router", "routed experts", "shared experts", "mtp" for every MTP depth matrix),
+// `name` the canonical tensor name (experts: "model.layers.3.mlp.experts.17.gate_proj"). Unbound
+// views (data null) are skipped.
 template <typename W, typename F>
 void for_each_matrix(W& w, F&& f) {
   auto one = [&](const char* group, const std::string& name, auto& v) {
@@ -76,20 +86,28 @@ void for_each_matrix(W& w, F&& f) {
   };
   one("embed", "model.embed_tokens.weight", w.embed);
   one("lm_head", "lm_head.weight", w.lm_head);
-  for (size_t i = 0; i < w.layers.size(); ++i) {
-    auto& l = w.layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    one("attention", p + "self_attn.q_proj.weight", l.attn.q);
-    one("attention", p + "self_attn.k_proj.weight", l.attn.k);
-    one("attention", p + "self_attn.v_proj.weight", l.attn.v);
-    one("attention", p + "self_attn.r_proj.weight", l.attn.r);
-    one("attention", p + "self_attn.o_proj.weight", l.attn.o);
-    glu("dense mlp", p + "mlp.", l.dense);
-    one("router", p + "mlp.gate.weight", l.moe.router);
+  auto layer = [&](const std::string& p, auto& l, bool mtp) {
+    auto g = [&](const char* group) { return mtp ? "mtp" : group; };
+    one(g("attention"), p + "self_attn.q_proj.weight", l.attn.q);
+    one(g("attention"), p + "self_attn.k_proj.weight", l.attn.k);
+    one(g("attention"), p + "self_attn.v_proj.weight", l.attn.v);
+    one(g("attention"), p + "self_attn.r_proj.weight", l.attn.r);
+    one(g("attention"), p + "self_attn.o_proj.weight", l.attn.o);
+    glu(g("dense mlp"), p + "mlp.", l.dense);
+    one(g("router"), p + "mlp.gate.weight", l.moe.router);
     for (size_t e = 0; e < l.moe.routed.size(); ++e)
-      glu("routed experts", p + "mlp.experts." + std::to_string(e) + ".", l.moe.routed[e]);
+      glu(g("routed experts"), p + "mlp.experts." + std::to_string(e) + ".", l.moe.routed[e]);
     for (size_t e = 0; e < l.moe.shared.size(); ++e)
-      glu("shared experts", p + "mlp.shared_experts." + std::to_string(e) + ".", l.moe.shared[e]);
+      glu(g("shared experts"), p + "mlp.shared_experts." + std::to_string(e) + ".",
+          l.moe.shared[e]);
+  };
+  for (size_t i = 0; i < w.layers.size(); ++i)
+    layer("model.layers." + std::to_string(i) + ".", w.layers[i], false);
+  // MTP depths: one group "mtp" (canonical names "mtp.<d>.", model/layouts.h).
+  for (size_t d = 0; d < w.mtp.size(); ++d) {
+    const std::string p = "mtp." + std::to_string(d) + ".";
+    one("mtp", p + "input_proj.weight", w.mtp[d].input_proj);
+    layer(p, w.mtp[d].block, true);
   }
 }
 

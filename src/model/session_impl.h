@@ -1,0 +1,25 @@
+// Session::Impl: what one sequence holds (model, caches, scratch, last logits). Shared by
+// engine.cpp and the speculative decoder (speculative.cpp), which drives a session's trunk.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "inkling/engine.h"
+#include "model/model.h"
+
+namespace inkling {
+
+struct Session::Impl {
+  std::shared_ptr<const Engine> engine;
+  const Model* model = nullptr;
+  ThreadPool* pool = nullptr;
+  SequenceState state;
+  Scratch scratch;
+  std::vector<float> logits;  // [unpadded_vocab] of the last position
+  int64_t max_context = 0;
+  ActivationObserver* observer = nullptr;
+  KvType kv = KvType::kF32;
+};
+
+}  // namespace inkling

@@ -1,0 +1,425 @@
+// SpeculativeDecoder (include/inkling/speculative.h): the scheduling of spec/inkling-mtp.md over
+// one session's trunk and K MTP depths with their own caches.
+//
+// Rows and tokens: ids[0..P] is the committed sequence; the trunk has consumed rows [0, P) and
+// ids[P] is the pending token it has not consumed yet (drawn from row P-1). Depth i at row p
+// reads the hidden of row p (trunk after its final norm for i = 0, depth i-1's y otherwise) and
+// the token at p+1+i, and predicts the token at p+2+i. With R = P-1 the last trunk row, depth i
+// can run rows <= R-i from committed tokens; rows R-i+1..R read this round's drafts. Each depth
+// keeps a committed prefix [0, cpos) with the conv states saved there: a round first re-winds it
+// to cpos, runs the committed rows (then saves), then the draft rows (one call, conv inputs
+// traced), whose last row gives the next draft. After verification the draft rows that read only
+// accepted drafts join the committed prefix (conv states from the trace); the stale ones, which
+// read a rejected draft, are re-run in the next round.
+#include "inkling/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "model/mtp.h"
+#include "model/session_impl.h"
+
+namespace inkling {
+
+namespace {
+
+double seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Depth {
+  LayerCache cache;
+  int64_t cpos = 0;                                        // committed rows
+  std::vector<float> conv_k, conv_v, conv_attn, conv_mlp;  // the conv states at cpos
+  std::vector<float> y;                                    // outputs of rows [y_start, ...)
+  int64_t y_start = 0;
+  ConvTrace trace;          // conv inputs of this round's draft rows
+  int64_t draft_from = -1;  // first draft row of this round (-1: none)
+
+  void save() {
+    conv_k = cache.conv_k, conv_v = cache.conv_v, conv_attn = cache.conv_attn,
+    conv_mlp = cache.conv_mlp;
+  }
+  void rewind() {
+    cache.conv_k = conv_k, cache.conv_v = conv_v, cache.conv_attn = conv_attn;
+    cache.conv_mlp = conv_mlp;
+  }
+};
+
+}  // namespace
+
+struct SpeculativeDecoder::Impl {
+  Session::Impl* s = nullptr;
+  const Model* m = nullptr;
+  int K = 0;
+  int64_t H = 0, V = 0;
+  int64_t Vd = 0;            // draft vocabulary: the depths' head covers ids [0, Vd)
+  std::vector<int32_t> ids;  // committed tokens; ids.back() is pending (not in the trunk)
+  std::vector<float> th;     // trunk hidden (after the final norm) of rows [th_start, P)
+  int64_t th_start = 0;
+  std::vector<Depth> depths;
+  MtpScratch ms;
+  std::vector<ConvTrace> trace;         // per trunk layer: the verify pass's conv inputs
+  std::vector<int32_t> drafts;          // this round's d_1..d_k (tokens at P+1..P+k)
+  std::vector<float> q;                 // [K, V]: the draft distributions (temperature > 0)
+  std::vector<float> dlogits;           // [V]: a depth's logits at its last row
+  std::vector<float> vlogits, vhidden;  // verify pass: [K+1, V], [K+1, H]
+  std::vector<float> p, r;              // target and residual distributions
+  std::vector<int32_t> out;
+  SpeculativeStats stats;
+  // The round in flight (propose -> verify forward -> accept).
+  int64_t k = 0;
+  bool greedy = true;
+  std::vector<int32_t> rows;  // the verify rows: pending token + drafts
+  Segment seg;
+
+  int64_t P() const { return int64_t(ids.size()) - 1; }
+  int32_t token_at(int64_t x) const {
+    return x <= P() ? ids[size_t(x)] : drafts[size_t(x - P() - 1)];
+  }
+  const float* hidden_in(int i, int64_t p) const {
+    if (i == 0) return th.data() + (p - th_start) * H;
+    const Depth& d = depths[size_t(i - 1)];
+    return d.y.data() + (p - d.y_start) * H;
+  }
+  void run_depth(int i, int64_t from, int64_t to, bool logits, ConvTrace* trace = nullptr);
+  void draft(int i, bool greedy, Sampler& sampler);
+  Status propose(Sampler& sampler);
+  void accept(Sampler& sampler);
+};
+
+// Depth i over rows [from, to] (chunked); the logits of row `to` into dlogits when asked.
+// `trace` (one call only: to - from < chunk) records the conv inputs.
+void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool logits,
+                                         ConvTrace* trace) {
+  Depth& d = depths[size_t(i)];
+  // Keep y rows from from-1 on: depth i+1 starts one row before depth i (its cpos is one less).
+  const int64_t keep = std::max(d.y_start, from - 1);
+  d.y.erase(d.y.begin(), d.y.begin() + (keep - d.y_start) * H);
+  d.y_start = keep;
+  d.y.resize(size_t((from - d.y_start) * H));
+  d.y.resize(size_t((to + 1 - d.y_start) * H));
+  std::vector<int32_t> tok;
+  const int64_t chunk = s->scratch.chunk;
+  INK_CHECK(!trace || to - from < chunk);
+  for (int64_t b = from; b <= to; b += chunk) {
+    const int64_t n = std::min(chunk, to + 1 - b);
+    tok.resize(size_t(n));
+    for (int64_t t = 0; t < n; ++t) tok[size_t(t)] = token_at(b + t + 1 + i);
+    const bool last = b + n > to;
+    mtp_depth_forward(*m, i, hidden_in(i, b), tok.data(), n, d.cache, b, s->scratch, ms, s->pool,
+                      d.y.data() + (b - d.y_start) * H, last && logits ? dlogits.data() : nullptr,
+                      n - 1, Vd, trace);
+  }
+}
+
+// Depth i's round: re-wind to its committed rows, run the rows whose tokens are committed, then
+// those that read drafts, and draw draft i+1 from the last row.
+void SpeculativeDecoder::Impl::draft(int i, bool greedy, Sampler& sampler) {
+  Depth& d = depths[size_t(i)];
+  const int64_t R = P() - 1;
+  d.rewind();
+  if (R - i >= d.cpos) {
+    run_depth(i, d.cpos, R - i, i == 0);
+    d.cpos = R - i + 1;
+    d.save();
+  }
+  d.draft_from = -1;
+  if (d.cpos <= R) {
+    d.draft_from = d.cpos;
+    run_depth(i, d.cpos, R, true, &d.trace);
+  }
+  int32_t x = 0;
+  if (greedy) {
+    x = argmax(dlogits);
+  } else {
+    std::vector<float> qi;
+    sampler.filtered(dlogits, &qi);  // [Vd]; q is zero beyond the draft vocabulary
+    std::fill(q.begin() + i * V, q.begin() + (i + 1) * V, 0.f);
+    std::copy(qi.begin(), qi.end(), q.begin() + i * V);
+    double u = sampler.uniform(), acc = 0;
+    x = argmax(qi);
+    for (int64_t v = 0; v < int64_t(qi.size()); ++v)
+      if (qi[size_t(v)] > 0 && (acc += qi[size_t(v)]) > u) {
+        x = int32_t(v);
+        break;
+      }
+  }
+  drafts.push_back(x);
+}
+
+SpeculativeDecoder::SpeculativeDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SpeculativeDecoder::~SpeculativeDecoder() = default;
+
+int SpeculativeDecoder::n_draft() const {
+  return impl_->K;
+}
+
+const SpeculativeStats& SpeculativeDecoder::stats() const {
+  return impl_->stats;
+}
+
+Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(Session& session,
+                                                                       int n_draft,
+                                                                       int64_t draft_vocab) {
+  Session::Impl* s = session.impl_.get();
+  const Model& m = *s->model;
+  const int have = int(m.weights.mtp.size());
+  if (have == 0)
+    return Status::error(
+        m.config.mtp.depths.empty()
+            ? std::string("[speculative] the model has no MTP depths (no mtp_config)")
+            : "[speculative] the config declares " + std::to_string(m.config.mtp.depths.size()) +
+                  " MTP depths but the checkpoint has no model.mtp.layers.0.input_proj.weight");
+  if (n_draft < 1 || n_draft > have)
+    return Status::error("[speculative] draft count " + std::to_string(n_draft) +
+                         " is outside [1, " + std::to_string(have) + "] (the model's MTP depths)");
+  if (n_draft + 1 > s->scratch.chunk)
+    return Status::error("[speculative] draft count " + std::to_string(n_draft) +
+                         " needs a prefill chunk of at least " + std::to_string(n_draft + 1));
+  if (draft_vocab < 0 || draft_vocab > m.config.unpadded_vocab)
+    return Status::error("[speculative] draft vocabulary " + std::to_string(draft_vocab) +
+                         " is outside [0, " + std::to_string(m.config.unpadded_vocab) +
+                         "] (0 = the whole vocabulary)");
+  if (s->state.pos != 0)
+    return Status::error("[speculative] the session must be empty (it holds " +
+                         std::to_string(s->state.pos) + " tokens)");
+  auto impl = std::make_unique<Impl>();
+  impl->s = s;
+  impl->m = &m;
+  impl->K = n_draft;
+  impl->H = m.config.hidden;
+  impl->V = m.config.unpadded_vocab;
+  impl->Vd = draft_vocab > 0 ? draft_vocab : impl->V;
+  for (int i = 0; i < n_draft; ++i) {
+    Depth d;
+    d.cache = LayerCache::fresh(m.config, m.config.mtp.depths[size_t(i)], s->scratch.chunk, s->kv);
+    d.save();
+    impl->depths.push_back(std::move(d));
+  }
+  impl->trace.resize(size_t(m.config.n_layers));
+  impl->q.resize(size_t(n_draft * impl->V));
+  impl->dlogits.resize(size_t(impl->Vd));
+  impl->vlogits.resize(size_t((n_draft + 1) * impl->V));
+  impl->vhidden.resize(size_t((n_draft + 1) * impl->H));
+  impl->stats.drafted.assign(size_t(n_draft), 0);
+  impl->stats.accepted.assign(size_t(n_draft), 0);
+  return std::unique_ptr<SpeculativeDecoder>(new SpeculativeDecoder(std::move(impl)));
+}
+
+Result<int32_t> SpeculativeDecoder::start(std::span<const int32_t> prompt, Sampler& sampler) {
+  Impl& d = *impl_;
+  Session::Impl& s = *d.s;
+  const ModelConfig& c = d.m->config;
+  if (!d.ids.empty() || s.state.pos != 0)
+    return Status::error("[speculative] start: the decoder has already started");
+  if (prompt.empty()) return Status::error("[session] empty token sequence");
+  if (s.max_context > 0 && int64_t(prompt.size()) + 1 > s.max_context)
+    return Status::error("[session] context length exceeded: " + std::to_string(prompt.size()) +
+                         " prompt tokens leave no room below " + std::to_string(s.max_context));
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= c.vocab_size)
+      return Status::error("[session] token id " + std::to_string(prompt[i]) + " at position " +
+                           std::to_string(i) + " is outside the vocabulary [0, " +
+                           std::to_string(c.vocab_size) + ")");
+  const int64_t T = int64_t(prompt.size()), chunk = s.scratch.chunk;
+  d.th.resize(size_t(T * d.H));
+  d.th_start = 0;
+  for (int64_t b = 0; b < T; b += chunk) {
+    Segment seg{&s.state, prompt.data() + b, std::min(chunk, T - b)};
+    seg.all_positions = true;
+    seg.hidden_normed = d.th.data() + b * d.H;
+    std::vector<float> rows(size_t(seg.n * d.V));
+    seg.logits = rows.data();
+    forward_batch(*d.m, &seg, 1, s.scratch, s.pool, s.observer);
+    std::copy_n(rows.data() + (seg.n - 1) * d.V, d.V, s.logits.data());
+  }
+  d.ids.assign(prompt.begin(), prompt.end());
+  const int32_t first = sampler.next(s.logits).id;
+  d.ids.push_back(first);
+  return first;
+}
+
+// A round's first phase: the context check, the drafts and the verify segment.
+Status SpeculativeDecoder::Impl::propose(Sampler& sampler) {
+  Impl& d = *this;
+  Session::Impl& s = *d.s;
+  if (d.ids.empty()) return Status::error("[speculative] step before start");
+  const int64_t P = d.P();
+  int64_t k = d.K;
+  if (s.max_context > 0) {
+    if (P + 1 > s.max_context)
+      return Status::error("[session] context length exceeded: " + std::to_string(P) +
+                           " cached + 1 new tokens > " + std::to_string(s.max_context));
+    k = std::min<int64_t>(k, s.max_context - P - 1);
+  }
+  const SamplingParams& sp = sampler.params();
+  d.greedy = sp.temperature <= 0.f || sp.top_k == 1;
+  d.k = k;
+
+  // Drafts: depth i after depth i-1.
+  const double t0 = seconds();
+  d.drafts.clear();
+  for (int i = 0; i < k; ++i) d.draft(i, d.greedy, sampler);
+  d.stats.draft_seconds += seconds() - t0;
+
+  // Verify: the pending token and the k drafts in one trunk pass, every row's logits and hidden.
+  d.rows.assign(size_t(k + 1), 0);
+  d.rows[0] = d.ids.back();
+  std::copy(d.drafts.begin(), d.drafts.end(), d.rows.begin() + 1);
+  d.seg = Segment{&s.state, d.rows.data(), k + 1};
+  d.seg.all_positions = true;
+  d.seg.logits = d.vlogits.data();
+  d.seg.hidden_normed = d.vhidden.data();
+  d.seg.trace = d.trace.data();
+  return Status::success();
+}
+
+// The last phase, after the verify segment ran: acceptance row by row, rollback, bookkeeping.
+void SpeculativeDecoder::Impl::accept(Sampler& sampler) {
+  Impl& d = *this;
+  Session::Impl& s = *d.s;
+  const int64_t P = d.P(), k = d.k;
+  const bool greedy = d.greedy;
+  const double t2 = seconds();
+
+  // Acceptance, row by row; every token produced goes through the sampler's history.
+  d.out.clear();
+  const int64_t V = d.V;
+  int64_t a = 0;  // drafts accepted
+  for (int64_t j = 0; j <= k; ++j) {
+    const std::span<const float> row(d.vlogits.data() + j * V, size_t(V));
+    int32_t tok = 0;
+    if (greedy || j == k) {
+      tok = sampler.next(row).id;
+    } else {
+      const int32_t x = d.drafts[size_t(j)];
+      if (std::optional<int32_t> forced = sampler.distribution(row, &d.p)) {
+        tok = *forced;
+      } else {
+        const float* q = d.q.data() + j * V;
+        const double px = d.p[size_t(x)], qx = q[x];
+        if (qx > 0 && sampler.uniform() * qx < px) {
+          tok = x;
+        } else {
+          // The residual max(0, p - q), normalised (p itself if it vanishes).
+          d.r.resize(size_t(V));
+          double sum = 0;
+          for (int64_t v = 0; v < V; ++v)
+            sum += d.r[size_t(v)] = std::max(0.f, d.p[size_t(v)] - q[v]);
+          const std::vector<float>& dist = sum > 0 ? d.r : d.p;
+          if (sum <= 0) sum = 1;
+          double u = sampler.uniform() * sum, acc = 0;
+          tok = argmax(dist);
+          for (int64_t v = 0; v < V; ++v)
+            if (dist[size_t(v)] > 0 && (acc += dist[size_t(v)]) > u) {
+              tok = int32_t(v);
+              break;
+            }
+        }
+      }
+      sampler.accept(tok);
+    }
+    d.out.push_back(tok);
+    if (j == k || tok != d.drafts[size_t(j)]) break;
+    ++a;
+  }
+
+  // Keep rows [0, a] of the verify pass: the KV positions after them are simply overwritten
+  // later; the conv states come from the trace.
+  const int64_t keep = a + 1;
+  if (keep < k + 1) {
+    s.state.pos = P + keep;
+    for (size_t l = 0; l < s.state.layers.size(); ++l)
+      s.state.layers[l].rewind_convs(d.trace[l], keep, d.m->config.conv_k);
+  }
+  // Draft rows of depth i at rows p <= R + a - i read accepted drafts only: they become
+  // committed (conv states after them from the draft call's trace; their KV rows and y stand).
+  const int64_t R = P - 1;
+  for (int64_t i = 0; i < k; ++i) {
+    Depth& dp = d.depths[size_t(i)];
+    if (dp.draft_from < 0) continue;
+    const int64_t valid = std::min(R, R + a - i) - dp.draft_from + 1;
+    if (valid > 0) {
+      dp.cache.rewind_convs(dp.trace, valid, d.m->config.conv_k);
+      dp.cpos = dp.draft_from + valid;
+      dp.save();
+    }
+    dp.draft_from = -1;
+  }
+
+  // Trunk hidden rows for depth 0: drop the ones it has run, append the kept ones.
+  const int64_t need = d.depths.empty() ? P : std::min(P, d.depths[0].cpos);
+  d.th.erase(d.th.begin(), d.th.begin() + (need - d.th_start) * d.H);
+  d.th_start = need;
+  d.th.insert(d.th.end(), d.vhidden.begin(), d.vhidden.begin() + keep * d.H);
+  for (int64_t j = 0; j < a; ++j) d.ids.push_back(d.drafts[size_t(j)]);
+  d.ids.push_back(d.out.back());
+  std::copy_n(d.vlogits.data() + a * V, V, s.logits.data());
+
+  d.stats.accept_seconds += seconds() - t2;
+  d.stats.rounds += 1;
+  d.stats.tokens += int64_t(d.out.size());
+  for (int64_t i = 0; i < k; ++i) {
+    d.stats.drafted[size_t(i)] += 1;
+    d.stats.accepted[size_t(i)] += i < a;
+  }
+}
+
+Result<std::span<const int32_t>> SpeculativeDecoder::step(Sampler& sampler) {
+  Impl& d = *impl_;
+  INK_RETURN_IF_ERROR(d.propose(sampler));
+  const double t0 = seconds();
+  forward_batch(*d.m, &d.seg, 1, d.s->scratch, d.s->pool, d.s->observer);
+  d.stats.verify_seconds += seconds() - t0;
+  d.accept(sampler);
+  return std::span<const int32_t>(d.out);
+}
+
+Status SpeculativeDecoder::step_batch(std::span<SpeculativeDecoder* const> decoders,
+                                      std::span<Sampler* const> samplers) {
+  if (decoders.size() != samplers.size())
+    return Status::error("[speculative] step_batch: " + std::to_string(decoders.size()) +
+                         " decoders but " + std::to_string(samplers.size()) + " samplers");
+  if (decoders.empty()) return Status::success();
+  const Model* m = decoders[0]->impl_->m;
+  for (size_t i = 0; i < decoders.size(); ++i) {
+    if (!decoders[i] || decoders[i]->impl_->m != m)
+      return Status::error("[speculative] step_batch: decoder " + std::to_string(i) +
+                           " belongs to another engine");
+    for (size_t j = 0; j < i; ++j)
+      if (decoders[j] == decoders[i] || decoders[j]->impl_->s == decoders[i]->impl_->s)
+        return Status::error("[speculative] step_batch: a session appears twice");
+  }
+  for (size_t i = 0; i < decoders.size(); ++i)
+    INK_RETURN_IF_ERROR(decoders[i]->impl_->propose(*samplers[i]));
+  // One trunk pass over every decoder's verify rows (as many as the scratch holds at a time),
+  // in the first decoder's session scratch: every session of an engine has the same chunk.
+  Session::Impl& s0 = *decoders[0]->impl_->s;
+  std::vector<Segment> segs;
+  for (size_t b = 0; b < decoders.size();) {
+    segs.clear();
+    int64_t rows = 0;
+    size_t e = b;
+    for (; e < decoders.size(); ++e) {
+      const Segment& g = decoders[e]->impl_->seg;
+      if (rows + g.n > s0.scratch.chunk) break;
+      segs.push_back(g);
+      rows += g.n;
+    }
+    const double t0 = seconds();
+    forward_batch(*m, segs.data(), segs.size(), s0.scratch, s0.pool);
+    const double dt = (seconds() - t0) / double(e - b);
+    for (size_t i = b; i < e; ++i) decoders[i]->impl_->stats.verify_seconds += dt;
+    b = e;
+  }
+  for (size_t i = 0; i < decoders.size(); ++i) decoders[i]->impl_->accept(*samplers[i]);
+  return Status::success();
+}
+
+std::span<const int32_t> SpeculativeDecoder::last_tokens() const {
+  return impl_->out;
+}
+
+}  // namespace inkling

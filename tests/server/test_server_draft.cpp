@@ -1,0 +1,77 @@
+// `inkling serve --draft K` on the demo model (two trained MTP depths): speculative slots decode
+// together (one verify pass per round over every slot), their answers at temperature 0 equal a
+// plain server's, a request asking for logprobs still gets them (it decodes plainly), and
+// /metrics reports rounds, tokens per round and acceptance per draft position.
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "client_helpers.h"
+#include "server_process.h"
+
+namespace inkling {
+namespace {
+
+using nlohmann::json;
+
+const std::string kDemo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+
+json ask(int port, const std::string& text, bool logprobs = false) {
+  json body = {{"model", "inkling-demo"},
+               {"messages", json::array({{{"role", "user"}, {"content", text}}})},
+               {"temperature", 0},
+               {"max_tokens", 80},
+               {"reasoning_effort", "none"}};
+  if (logprobs) body["logprobs"] = true;
+  int status = 0;
+  json r = testing::post_json(port, "/v1/chat/completions", body, &status);
+  EXPECT_EQ(status, 200) << r.dump();
+  return r;
+}
+
+TEST(ServerDraft, SameAnswersAsPlainAndAcceptanceInMetrics) {
+  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  testing::ServerProcess plain({"--ctx-size", "1024", "--parallel", "3"}, kDemo);
+  testing::ServerProcess spec({"--ctx-size", "1024", "--parallel", "3", "--draft", "2"}, kDemo);
+  ASSERT_GT(plain.port(), 0);
+  ASSERT_GT(spec.port(), 0);
+  const std::vector<std::string> asks = {"Give me a verse about light", "Tell me a fortune",
+                                         "What does hacker mean?"};
+  std::vector<std::string> want;
+  for (const auto& a : asks) want.push_back(ask(plain.port(), a)["choices"][0]["message"].dump());
+  // The three at once: their rounds share verify passes.
+  std::vector<std::string> got(asks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < asks.size(); ++i)
+    threads.emplace_back(
+        [&, i] { got[i] = ask(spec.port(), asks[i])["choices"][0]["message"].dump(); });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < asks.size(); ++i) EXPECT_EQ(got[i], want[i]) << asks[i];
+  // logprobs: decoded plainly on the same server.
+  const json lp = ask(spec.port(), asks[0], true);
+  EXPECT_EQ(lp["choices"][0]["message"].dump(), want[0]);
+  EXPECT_TRUE(lp["choices"][0]["logprobs"].is_object()) << lp.dump();
+
+  EXPECT_GT(testing::metric_value(spec.port(), "inkling_speculative_rounds_total"), 0);
+  EXPECT_GT(testing::metric_value(spec.port(), "inkling_speculative_tokens_per_round"), 1.0);
+  EXPECT_GT(
+      testing::metric_value(spec.port(), "inkling_speculative_acceptance\\{position=\"0\"\\}"),
+      0.0);
+  EXPECT_EQ(testing::metric_value(plain.port(), "inkling_speculative_rounds_total"), 0);
+  EXPECT_EQ(spec.stop(), 0);
+  EXPECT_EQ(plain.stop(), 0);
+}
+
+TEST(ServerDraft, BadDraftCountFailsAtStartup) {
+  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  const int rc = testing::spawn_wait({testing::kInkling, "serve", "-m", kDemo, "--draft", "3"});
+  EXPECT_NE(rc, 0);
+}
+
+}  // namespace
+}  // namespace inkling
