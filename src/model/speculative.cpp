@@ -94,8 +94,11 @@ struct SpeculativeDecoder::Impl {
 void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool logits,
                                          ConvTrace* trace) {
   Depth& d = depths[size_t(i)];
-  // Keep y rows from from-1 on: depth i+1 starts one row before depth i (its cpos is one less).
-  const int64_t keep = std::max(d.y_start, from - 1);
+  // Keep the y rows the next depth has still to read: from its committed rows on (usually one
+  // row before depth i's, but further back while it has not yet caught up, e.g. over the prompt).
+  int64_t need = from - 1;
+  if (i + 1 < int(depths.size())) need = std::min(need, depths[size_t(i + 1)].cpos);
+  const int64_t keep = std::max(d.y_start, need);
   d.y.erase(d.y.begin(), d.y.begin() + (keep - d.y_start) * H);
   d.y_start = keep;
   d.y.resize(size_t((from - d.y_start) * H));
