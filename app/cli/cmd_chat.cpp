@@ -26,6 +26,22 @@ namespace inkling::cli {
 
 namespace {
 
+// --reasoning-effort as the chat template takes it: a level name stays a string, a number
+// becomes a JSON number (the template rejects "0.9" as a string). Null when neither.
+nlohmann::ordered_json effort_value(const std::string& v) {
+  for (const char* name : {"none", "minimal", "low", "medium", "high", "max"})
+    if (v == name) return v;
+  size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(v, &used);
+  } catch (...) {
+    return nullptr;
+  }
+  if (used != v.size() || !(x >= 0 && x <= 0.99)) return nullptr;
+  return x;
+}
+
 struct ChatArgs {
   std::string model_dir, system, effort;
   int max_tokens = 2048, threads = 0;
@@ -85,7 +101,7 @@ int run_chat(const ChatArgs& a) {
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
     nlohmann::ordered_json request = {{"messages", messages}};
-    if (!a.effort.empty()) request["reasoning_effort"] = a.effort;
+    if (!a.effort.empty()) request["reasoning_effort"] = effort_value(a.effort);
     auto prompt = tmpl->render(request);
     if (!prompt.ok()) {
       fail(prompt.status().message(), 2);
@@ -196,7 +212,13 @@ Runner add_chat(CLI::App& app) {
       ->required();
   app.add_option("--system", a->system, "system message");
   app.add_option("--reasoning-effort", a->effort,
-                 "none, minimal, low, medium, high, max or 0..0.99");
+                 "none, minimal, low, medium, high, max or a number in [0, 0.99]")
+      ->check([](const std::string& v) -> std::string {
+        if (effort_value(v).is_null())
+          return "expected none, minimal, low, medium, high, max or a number in [0, 0.99], got '" +
+                 v + "'";
+        return "";
+      });
   app.add_flag("--show-reasoning", a->show_reasoning, "print the model's reasoning (dimmed)");
   app.add_option("-n,--max-tokens", a->max_tokens, "most tokens per answer")
       ->check(CLI::Range(1, 1 << 24));

@@ -125,6 +125,25 @@ TEST_F(CliDemo, ChatReasonsAboutTheRequestedWord) {
   EXPECT_EQ(verse.word, "light") << r.out;
 }
 
+// --reasoning-effort takes a number as the template does (0.9 is the number, not the string "0.9"),
+// and a bad value is refused before any model loads.
+TEST_F(CliDemo, ChatReasoningEffortNumberAndBadValue) {
+  TempDir dir;
+  write_file(dir.path() + "/turns.txt", "Give me a verse about light\n/exit\n");
+  auto r = run_cli({"chat", "-m", kModel, "-n", "60", "--temperature", "0", "-t", "2",
+                    "--reasoning-effort", "0.9", "--show-reasoning"},
+                   dir.path(), 120, dir.path() + "/turns.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(lower(r.out).find("light"), std::string::npos) << r.out;
+  for (const char* bad : {"1.5", "bogus", "0.5x"}) {
+    auto b = run_cli({"chat", "-m", dir.path() + "/no-such-model", "--reasoning-effort", bad},
+                     dir.path(), 30);
+    EXPECT_EQ(b.exit_code, 2) << bad;
+    EXPECT_NE(b.err.find("--reasoning-effort"), std::string::npos) << b.err;
+  }
+}
+
 // The model's own 4060-token BPE and Inkling's control tokens at ids 4000..4059: the engine's
 // tokenizer and chat template give transformers' text and HF tokenizers' ids on validation
 // documents and rendered validation chats (tests/fixtures/demo/tokenizer.jsonl).
