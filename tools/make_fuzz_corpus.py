@@ -62,6 +62,29 @@ def configs():
                 put("model_load", sub.replace("/", "_"), cfg + SEP + fixture_header(st))
 
 
+def mtp_configs():
+    """Configs with mtp_config (the demo model, the random 3-depth fixture) and a model-load seed
+    whose one safetensors header holds the trunk's tensors and the MTP depths' (offsets shifted
+    past the trunk's data), so the fuzzer reaches the MTP binding."""
+    demo = os.path.join(ROOT, "models", "inkling-demo", "config.json")
+    if os.path.exists(demo):
+        put("config", "demo_mtp", open(demo, "rb").read())
+    multi = os.path.join(FIX, "mtp", "multi")
+    if not os.path.exists(os.path.join(multi, "config.json")):
+        return
+    cfg = open(os.path.join(multi, "config.json"), "rb").read()
+    put("config", "mtp_multi", cfg)
+    trunk = json.loads(fixture_header(os.path.join(multi, "model.safetensors")))
+    mtp = json.loads(fixture_header(os.path.join(multi, "mtp.safetensors")))
+    shift = max(v["data_offsets"][1] for k, v in trunk.items() if k != "__metadata__")
+    for k, v in mtp.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        trunk[k] = {**v, "data_offsets": [a + shift, b + shift]}
+    put("model_load", "mtp_multi", cfg + SEP + json.dumps(trunk, separators=(",", ":")).encode())
+
+
 def byte_alphabet():
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
     cs, n = bs[:], 0
@@ -165,6 +188,6 @@ def api_requests():
 
 
 if __name__ == "__main__":
-    safetensors(); configs(); tokenizers(); tokenizer_texts(); jinja(); chat_parser(); api_requests()
+    safetensors(); configs(); mtp_configs(); tokenizers(); tokenizer_texts(); jinja(); chat_parser(); api_requests()
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT) for f in fs)
     print("wrote %s (%d bytes)" % (OUT, total), file=sys.stderr)
