@@ -14,6 +14,7 @@
 #include "base/cpus.h"
 #include "bench_draft.h"
 #include "commands.h"
+#include "draft_option.h"
 #include "inkling/engine.h"
 #include "kv_option.h"
 #include "model/config.h"
@@ -438,13 +439,10 @@ Runner add_bench(CLI::App& app) {
                  "also time decode attention on synthetic caches at these contexts and project "
                  "decode speed there (e.g. 1024,8192,32768)")
       ->delimiter(',');
-  app.add_option("--draft", a->draft,
-                 "also time speculative decoding with K = 1..N MTP drafts per round against plain "
-                 "greedy decoding (acceptance, tokens per round, verify cost vs one decode step)")
-      ->check(CLI::Range(0, 64));
-  app.add_option("--draft-vocab", a->draft_vocab,
-                 "with --draft: the draft head scores only token ids [0, N) (0 = every id)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  add_draft_options(
+      app, &a->draft, &a->draft_vocab,
+      "also time speculative decoding with K = 1..N MTP drafts per round against plain "
+      "greedy decoding (acceptance, tokens per round, verify cost vs one decode step)");
   app.add_flag("--json", a->json, "print one JSON object instead of the report");
   return [a]() { return run_bench(*a); };
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "draft_option.h"
 #include "inkling/chat.h"
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
@@ -224,13 +225,10 @@ Runner add_chat(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   add_sampling_options(app, &a->sampling);
   add_kv_type_option(app, &a->kv_type);
-  app.add_option("--draft", a->draft,
-                 "speculative decoding with K MTP drafts per round (same output at temperature 0, "
-                 "same distribution otherwise); each turn re-runs the conversation")
-      ->check(CLI::Range(0, 64));
-  app.add_option("--draft-vocab", a->draft_vocab,
-                 "with --draft: the draft head scores only token ids [0, N); 0 = every id")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  add_draft_options(
+      app, &a->draft, &a->draft_vocab,
+      "speculative decoding with K MTP drafts per round (same output at temperature 0, "
+      "same distribution otherwise); each turn re-runs the conversation");
   app.add_option("-t,--threads", a->threads,
                  "worker threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 1024));

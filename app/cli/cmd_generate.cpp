@@ -13,6 +13,7 @@
 #include "activation_dump.h"
 #include "base/npy.h"
 #include "commands.h"
+#include "draft_option.h"
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "inkling/speculative.h"
@@ -302,15 +303,10 @@ Runner add_generate(CLI::App& app) {
                  "(stderr; with --json a \"logprobs\" array)")
       ->check(CLI::Range(0, 20));
   add_kv_type_option(app, &a->kv_type);
-  app.add_option("--draft", a->draft,
-                 "speculative decoding: K draft tokens per round from the model's MTP depths "
-                 "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "
-                 "otherwise")
-      ->check(CLI::Range(0, 64));
-  app.add_option("--draft-vocab", a->draft_vocab,
-                 "with --draft: the draft head scores only token ids [0, N) (cheaper drafts on "
-                 "large vocabularies; the output is unchanged); 0 = every id")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  add_draft_options(app, &a->draft, &a->draft_vocab,
+                    "speculative decoding: K draft tokens per round from the model's MTP depths "
+                    "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "
+                    "otherwise");
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_flag("--special", a->special,
                "print control tokens (<|end_message|>, ...) as text; by default they are left out "

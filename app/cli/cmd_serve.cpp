@@ -13,6 +13,7 @@
 
 #include "../server/server.h"
 #include "commands.h"
+#include "draft_option.h"
 #include "kv_option.h"
 
 namespace inkling::cli {
@@ -100,13 +101,10 @@ Runner add_serve(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--alias", o->alias, "model id reported by the API (default: folder name)");
-  app.add_option("--draft", o->draft,
-                 "speculative decoding with K MTP drafts per round (requests asking for logprobs "
-                 "decode plainly; no prefix-cache reuse for speculative requests); 0 = off")
-      ->check(CLI::Range(0, 64));
-  app.add_option("--draft-vocab", o->draft_vocab,
-                 "with --draft: the draft head scores only token ids [0, N); 0 = every id")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  add_draft_options(
+      app, &o->draft, &o->draft_vocab,
+      "speculative decoding with K MTP drafts per round (requests asking for logprobs "
+      "decode plainly; no prefix-cache reuse for speculative requests); 0 = off");
   app.add_flag("-v,--verbose", o->verbose, "log each request to stderr");
   // TEST ONLY: forced outputs for deterministic end-to-end tests (docs/api.md, "Testing").
   app.add_option("--test-script", o->test_script)->group("");
