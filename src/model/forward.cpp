@@ -100,30 +100,42 @@ void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& 
   if (rows == 0) return;
   rms_norm_rows(h, w.final_norm.data(), rows, H, c.rms_eps, h);
   tap("norm", h, {rows, H});
-  int64_t r = 0;
+  // Normed rows out; then the head's rows packed in place at the front of h (each segment with
+  // logits gives all of its rows or its last one): the head runs over those rows only.
+  auto logit_rows = [](const Segment& g) {
+    return g.all_positions && !g.last_logits_only ? g.n : int64_t(1);
+  };
+  int64_t r = 0, head_rows = 0;
   for (size_t i = 0; i < n_segs; ++i) {
     const Segment& g = segs[i];
     if (!g.logits && !g.hidden_normed) continue;
     const int64_t n_rows = g.all_positions ? g.n : 1;
     if (g.hidden_normed) std::copy_n(h + r * H, n_rows * H, g.hidden_normed);
+    if (g.logits) {
+      const int64_t lr = logit_rows(g);
+      const float* src = h + (r + n_rows - lr) * H;
+      std::copy(src, src + lr * H, h + head_rows * H);  // never moves a row later
+      head_rows += lr;
+    }
     r += n_rows;
   }
+  if (head_rows == 0) return;
   const float mup = float(c.mup_divisor);
-  for (int64_t i = 0; i < rows * H; ++i) h[i] /= mup;
+  for (int64_t i = 0; i < head_rows * H; ++i) h[i] /= mup;
   const MatView head = w.lm_head.slice_rows(0, V);
   const bool direct = n_segs == 1 && segs[0].logits;  // write straight into its output
-  if (!direct && s.logits.size() < size_t(rows * V)) s.logits.resize(size_t(rows * V));
+  if (!direct && s.logits.size() < size_t(head_rows * V)) s.logits.resize(size_t(head_rows * V));
   float* dst = direct ? segs[0].logits : s.logits.data();
-  matmul(h, rows, H, head, dst, V, pool);
-  tap("logits", dst, {rows, V});
+  matmul(h, head_rows, H, head, dst, V, pool);
+  tap("logits", dst, {head_rows, V});
   if (direct) return;
   r = 0;
   for (size_t i = 0; i < n_segs; ++i) {
     const Segment& g = segs[i];
-    if (!g.logits && !g.hidden_normed) continue;
-    const int64_t n_rows = g.all_positions ? g.n : 1;
-    if (g.logits) std::copy_n(dst + r * V, n_rows * V, g.logits);
-    r += n_rows;
+    if (!g.logits) continue;
+    const int64_t lr = logit_rows(g);
+    std::copy_n(dst + r * V, lr * V, g.logits);
+    r += lr;
   }
 }
 

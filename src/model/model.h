@@ -59,6 +59,7 @@ struct Segment {
   float* hidden_normed = nullptr;
   ConvTrace* trace =
       nullptr;  // optional [n_layers]: each layer's conv inputs (speculative rollback)
+  bool last_logits_only = false;  // with all_positions: `logits` gets the last position only
 };
 
 // Runs several sequences through the model in one pass: every matmul (and each MoE expert) sees

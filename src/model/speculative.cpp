@@ -66,6 +66,8 @@ struct SpeculativeDecoder::Impl {
   std::vector<float> dlogits;           // [V]: a depth's logits at its last row
   std::vector<float> vlogits, vhidden;  // verify pass: [K+1, V], [K+1, H]
   std::vector<float> p, r;              // target and residual distributions
+  std::vector<float> qi;                // a draft's filtered distribution [Vd]
+  std::vector<int32_t> tok;             // a depth call's input tokens
   std::vector<int32_t> out;
   SpeculativeStats stats;
   // The round in flight (propose -> verify forward -> accept).
@@ -103,7 +105,6 @@ void SpeculativeDecoder::Impl::run_depth(int i, int64_t from, int64_t to, bool l
   d.y_start = keep;
   d.y.resize(size_t((from - d.y_start) * H));
   d.y.resize(size_t((to + 1 - d.y_start) * H));
-  std::vector<int32_t> tok;
   const int64_t chunk = s->scratch.chunk;
   INK_CHECK(!trace || to - from < chunk);
   for (int64_t b = from; b <= to; b += chunk) {
@@ -137,7 +138,6 @@ void SpeculativeDecoder::Impl::draft(int i, bool greedy, Sampler& sampler) {
   if (greedy) {
     x = argmax(dlogits);
   } else {
-    std::vector<float> qi;
     sampler.filtered(dlogits, &qi);  // [Vd]; q is zero beyond the draft vocabulary
     std::fill(q.begin() + i * V, q.begin() + (i + 1) * V, 0.f);
     std::copy(qi.begin(), qi.end(), q.begin() + i * V);
@@ -233,10 +233,11 @@ Result<int32_t> SpeculativeDecoder::start(std::span<const int32_t> prompt, Sampl
     Segment seg{&s.state, prompt.data() + b, std::min(chunk, T - b)};
     seg.all_positions = true;
     seg.hidden_normed = d.th.data() + b * d.H;
-    std::vector<float> rows(size_t(seg.n * d.V));
-    seg.logits = rows.data();
+    if (b + seg.n == T) {  // the head runs on the prompt's last row only
+      seg.logits = s.logits.data();
+      seg.last_logits_only = true;
+    }
     forward_batch(*d.m, &seg, 1, s.scratch, s.pool, s.observer);
-    std::copy_n(rows.data() + (seg.n - 1) * d.V, d.V, s.logits.data());
   }
   d.ids.assign(prompt.begin(), prompt.end());
   const int32_t first = sampler.next(s.logits).id;

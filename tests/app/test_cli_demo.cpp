@@ -29,10 +29,7 @@ using testing::write_file;
 const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
 const std::string kRef = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo";
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
+using testing::lower;
 
 class CliDemo : public ::testing::Test {
  protected:

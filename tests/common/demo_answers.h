@@ -4,10 +4,17 @@
 //   "A verse about light, from Psalms 27:1:\nThe LORD is my light and my salvation; ..."
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
 #include <string>
 
 namespace inkling::testing {
+
+inline std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
 
 struct VerseAnswer {
   bool ok = false;

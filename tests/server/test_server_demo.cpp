@@ -24,10 +24,7 @@ using nlohmann::json;
 
 const std::string kDemo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
+using testing::lower;
 
 class ServerDemo : public ::testing::Test {
  protected:
