@@ -271,8 +271,6 @@ std::unique_ptr<Session> Engine::new_session() const {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-namespace {
-
 Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens, int64_t pos,
                     int64_t max_context) {
   if (tokens.empty()) return Status::error("[session] empty token sequence");
@@ -287,6 +285,8 @@ Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens, int64
                            std::to_string(c.vocab_size) + ")");
   return Status::success();
 }
+
+namespace {
 
 // Runs tokens in chunks; `all` receives every position's logits when non-null.
 void run_chunks(Session::Impl& s, std::span<const int32_t> tokens, std::vector<float>* all) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "inkling/engine.h"
@@ -21,5 +22,10 @@ struct Session::Impl {
   ActivationObserver* observer = nullptr;
   KvType kv = KvType::kF32;
 };
+
+// Input checks of every call that feeds tokens: not empty, within max_context (0 = no limit)
+// after `pos` cached tokens, every id inside the vocabulary. One error naming what is wrong.
+Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens, int64_t pos,
+                    int64_t max_context);
 
 }  // namespace inkling

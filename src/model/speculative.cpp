@@ -217,15 +217,10 @@ Result<int32_t> SpeculativeDecoder::start(std::span<const int32_t> prompt, Sampl
   const ModelConfig& c = d.m->config;
   if (!d.ids.empty() || s.state.pos != 0)
     return Status::error("[speculative] start: the decoder has already started");
-  if (prompt.empty()) return Status::error("[session] empty token sequence");
+  INK_RETURN_IF_ERROR(check_tokens(c, prompt, 0, s.max_context));
   if (s.max_context > 0 && int64_t(prompt.size()) + 1 > s.max_context)
     return Status::error("[session] context length exceeded: " + std::to_string(prompt.size()) +
                          " prompt tokens leave no room below " + std::to_string(s.max_context));
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= c.vocab_size)
-      return Status::error("[session] token id " + std::to_string(prompt[i]) + " at position " +
-                           std::to_string(i) + " is outside the vocabulary [0, " +
-                           std::to_string(c.vocab_size) + ")");
   const int64_t T = int64_t(prompt.size()), chunk = s.scratch.chunk;
   d.th.resize(size_t(T * d.H));
   d.th_start = 0;
