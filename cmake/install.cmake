@@ -32,7 +32,7 @@ install(FILES ${PROJECT_BINARY_DIR}/inklingConfig.cmake
 # install directories are absolute. A static libinkling needs its dependencies on every link
 # line, so they are Requires/Libs; a shared one links them itself: Requires.private/Libs.private
 # (pkg-config --static still lists them).
-set(pc_deps "libhwy fmt libpcre2-8")
+set(pc_deps "libhwy fmt libpcre2-8 libpng libjpeg")
 if(BUILD_SHARED_LIBS)
   set(INKLING_PC_REQUIRES "nlohmann_json >= 3")
   set(INKLING_PC_REQUIRES_PRIVATE "${pc_deps}")

@@ -2,7 +2,7 @@
 # Installs the Debian packages inkling.cpp builds and tests with (see DESIGN: no vendored code).
 # Skips the install when every package is already present.
 set -euo pipefail
-PKGS="cmake ninja-build g++ pkg-config clang-format libhwy-dev nlohmann-json3-dev libpcre2-dev
+PKGS="cmake ninja-build g++ pkg-config clang-format libhwy-dev nlohmann-json3-dev libpcre2-dev libpng-dev libjpeg-dev
       clang libclang-rt-14-dev
       libcpp-httplib-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev"
 missing=""

@@ -51,8 +51,14 @@ struct ModelInfo {
   int64_t n_tensors = 0;  // tensors in the checkpoint files
   std::vector<std::pair<std::string, uint64_t>> bytes_by_dtype;
   std::vector<std::string> dropped;  // tower / MTP tensors ignored
-  std::vector<std::string> unused;   // tensors nothing reads
-  std::string summary;               // multi-line human-readable config summary
+  // Image and audio towers: "bound", "absent" or why they cannot be used; the placeholder ids
+  // the chat template's image/audio parts render; the image upscale in force and its source.
+  std::string vision_status = "absent", audio_status = "absent";
+  int32_t image_token_id = -1, audio_token_id = -1;
+  int vision_patch = 0;
+  std::string upscale;
+  std::vector<std::string> unused;  // tensors nothing reads
+  std::string summary;              // multi-line human-readable config summary
   // Bound weight storage by module group and format: {group, format, matrices, bytes}.
   struct Storage {
     std::string group, format;
@@ -89,6 +95,8 @@ MemoryPlan memory_plan(const ModelInfo& info, int64_t tokens);
 
 class SessionSnapshot;
 class Session;
+struct MediaEmbedding;  // include/inkling/media.h
+struct MediaOptions;
 
 // Bytes of memory a snapshot holds (its KV rows in use, conv states and bookkeeping): what a
 // cache of snapshots must count against its budget.
@@ -111,6 +119,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status step(std::span<Session* const> sessions,
               std::span<const std::span<const int32_t>> inputs) const;
 
+  // Image / audio input; see include/inkling/media.h (which declares the types and the
+  // convenience functions). Thread-safe.
+  Result<MediaEmbedding> encode_image(std::span<const uint8_t> bytes, const std::string& name,
+                                      const MediaOptions& options) const;
+  Result<MediaEmbedding> encode_audio(std::span<const uint8_t> bytes, const std::string& name,
+                                      const MediaOptions& options) const;
+
   struct Impl;
 
  private:
@@ -128,6 +143,13 @@ class Session {
   Result<std::span<const float>> decode(int32_t token);
   // Consumes tokens and returns the logits of every position: [tokens.size() * unpadded_vocab].
   Result<std::vector<float>> prefill_all_logits(std::span<const int32_t> tokens);
+  // prefill() where rows[i], when not null, is an image/audio tower row ([hidden] floats, kept
+  // alive by the caller during the call) that replaces token i's embedding. rows.size() must
+  // equal tokens.size(). include/inkling/media.h builds it from MediaEmbeddings. With
+  // `all_logits`, it also receives every position's logits [tokens.size() * unpadded_vocab].
+  Result<std::span<const float>> prefill_rows(std::span<const int32_t> tokens,
+                                              std::span<const float* const> rows,
+                                              std::vector<float>* all_logits = nullptr);
 
   // Logits of the last consumed token ([unpadded_vocab]); meaningless before any input.
   std::span<const float> last_logits() const;

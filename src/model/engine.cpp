@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "inkling/media.h"
+#include "model/media_encode.h"
 #include "model/model.h"
 #include "model/session_impl.h"
 #include "ops/formats.h"
@@ -93,6 +95,19 @@ ModelInfo describe(const Model& m, const std::string& dir) {
   info.eos_ids = c.eos_ids;
   info.n_tensors = m.n_tensors;
   info.dropped = m.layout.dropped;
+  auto tower_status = [](bool ok, const std::string& err) {
+    return ok ? std::string("bound") : err.empty() ? std::string("absent") : err;
+  };
+  info.vision_status = tower_status(m.towers.vision_ok(), m.towers.vision_error);
+  info.audio_status = tower_status(m.towers.audio_ok(), m.towers.audio_error);
+  info.image_token_id = m.media.image_token;
+  info.audio_token_id = m.media.audio_token;
+  info.vision_patch = m.media.patch;
+  info.upscale =
+      (m.media.upscale.frac ? "x" + std::to_string(*m.media.upscale.frac) +
+                                  ", long edge <= " + std::to_string(m.media.upscale.max_long_edge)
+                            : std::string("off")) +
+      " (" + m.media.upscale_source + ")";
   info.unused = m.weights.unused;
   std::map<std::string, uint64_t> bytes;
   for (const auto& [name, t] : m.store.all()) bytes[dtype_name(t->dtype)] += t->nbytes;
@@ -175,6 +190,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
       std::erase_if(m->layout.dropped, [&](const std::string& n) { return used.count(n) > 0; });
       canonical.merge(mtp);
     }
+  }
+  INK_ASSIGN_OR_RETURN(m->media, load_media_config(dir, m->config.hidden));
+  m->towers = bind_towers(m->media, refs, m->config.hidden);
+  {
+    std::set<std::string> used(m->towers.bound.begin(), m->towers.bound.end());
+    std::erase_if(m->layout.dropped, [&](const std::string& n) { return used.count(n) > 0; });
   }
   INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
   INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical, quant));
@@ -288,13 +309,16 @@ Status check_tokens(const ModelConfig& c, std::span<const int32_t> tokens, int64
 
 namespace {
 
-// Runs tokens in chunks; `all` receives every position's logits when non-null.
-void run_chunks(Session::Impl& s, std::span<const int32_t> tokens, std::vector<float>* all) {
+// Runs tokens in chunks; `all` receives every position's logits when non-null; `rows` (optional,
+// one entry per token) replaces embeddings with tower rows.
+void run_chunks(Session::Impl& s, std::span<const int32_t> tokens, std::vector<float>* all,
+                const float* const* rows = nullptr) {
   const int64_t V = s.model->config.unpadded_vocab, chunk = s.scratch.chunk;
   for (size_t b = 0; b < tokens.size(); b += size_t(chunk)) {
     const int64_t T = std::min<int64_t>(chunk, int64_t(tokens.size() - b));
     const bool last = b + size_t(T) == tokens.size();
     Segment seg{&s.state, tokens.data() + b, T, nullptr, all != nullptr};
+    seg.embeds = rows ? rows + b : nullptr;
     seg.logits = all ? all->data() + b * size_t(V) : (last ? s.logits.data() : nullptr);
     forward_batch(*s.model, &seg, 1, s.scratch, s.pool, s.observer);
   }
@@ -324,6 +348,29 @@ Result<std::vector<float>> Session::prefill_all_logits(std::span<const int32_t> 
   std::vector<float> all(tokens.size() * size_t(impl_->model->config.unpadded_vocab));
   run_chunks(*impl_, tokens, &all);
   return all;
+}
+
+Result<std::span<const float>> Session::prefill_rows(std::span<const int32_t> tokens,
+                                                     std::span<const float* const> rows,
+                                                     std::vector<float>* all_logits) {
+  INK_RETURN_IF_ERROR(
+      check_tokens(impl_->model->config, tokens, impl_->state.pos, impl_->max_context));
+  if (rows.size() != tokens.size())
+    return Status::error("[session] prefill_rows: " + std::to_string(rows.size()) +
+                         " row pointers for " + std::to_string(tokens.size()) + " tokens");
+  if (all_logits) all_logits->resize(tokens.size() * size_t(impl_->model->config.unpadded_vocab));
+  run_chunks(*impl_, tokens, all_logits, rows.data());
+  return std::span<const float>(impl_->logits);
+}
+
+Result<MediaEmbedding> Engine::encode_image(std::span<const uint8_t> bytes, const std::string& name,
+                                            const MediaOptions& options) const {
+  return encode_image_rows(*impl_->model, impl_->pool.get(), bytes, name, options);
+}
+
+Result<MediaEmbedding> Engine::encode_audio(std::span<const uint8_t> bytes, const std::string& name,
+                                            const MediaOptions& options) const {
+  return encode_audio_rows(*impl_->model, bytes, name, options);
 }
 
 Status Engine::step(std::span<Session* const> sessions,

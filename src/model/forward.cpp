@@ -68,6 +68,10 @@ void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& 
       dequant_row(w.embed, segs[i].tokens[t], x + off * H);  // any storage format
   tap("embed", x, {T, H});
   rms_norm_rows(x, w.embed_norm.data(), T, H, c.rms_eps, x);
+  off = 0;
+  for (size_t i = 0; i < n_segs; off += segs[i].n, ++i)
+    for (int64_t t = 0; segs[i].embeds && t < segs[i].n; ++t)
+      if (segs[i].embeds[t]) std::copy_n(segs[i].embeds[t], H, x + (off + t) * H);
   tap("embed_norm", x, {T, H});
   if (s.layer_segs.size() < n_segs) s.layer_segs.resize(n_segs);
   const std::span<LayerSegment> ls(s.layer_segs.data(), n_segs);

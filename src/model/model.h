@@ -13,6 +13,7 @@
 #include "model/cache.h"
 #include "model/config.h"
 #include "model/layer.h"
+#include "model/towers.h"
 #include "model/weights.h"
 
 namespace inkling {
@@ -24,6 +25,8 @@ struct Model {
   Weights weights;
   SanitizeReport layout;
   int64_t n_tensors = 0;  // tensors in the checkpoint files
+  MediaConfig media;      // tower config, placeholder ids, image upscale policy
+  Towers towers;          // image / audio towers (each may be absent or unusable)
 
   static Result<std::unique_ptr<Model>> load(const std::string& model_dir);
 };
@@ -60,6 +63,9 @@ struct Segment {
   ConvTrace* trace =
       nullptr;  // optional [n_layers]: each layer's conv inputs (speculative rollback)
   bool last_logits_only = false;  // with all_positions: `logits` gets the last position only
+  // Optional [n]: a non-null entry is an image/audio tower row [H] that replaces this token's
+  // row after embed_norm (tower rows carry their own final norm).
+  const float* const* embeds = nullptr;
 };
 
 // Runs several sequences through the model in one pass: every matmul (and each MoE expert) sees
