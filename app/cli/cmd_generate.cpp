@@ -19,6 +19,7 @@
 #include "inkling/speculative.h"
 #include "inkling/tokenizer.h"
 #include "kv_option.h"
+#include "media_attach.h"
 #include "sampling_options.h"
 #include "speculative_json.h"
 
@@ -40,6 +41,7 @@ struct GenerateArgs {
   bool special = false;  // print control tokens (<|end_message|>, ...) as text
   KvCacheType kv_type = KvCacheType::kF32;
   SamplingOptions sampling;
+  MediaArgs media;  // --image / --audio / --upscale
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -127,6 +129,7 @@ int run_generate(const GenerateArgs& a) {
   if (!params.ok()) return fail(params.status().message(), 2);
   if (a.draft > 0 && (a.logprobs >= 0 || !a.dump_logits.empty() || !a.dump_activations.empty()))
     return fail("--draft: not available with --logprobs, --dump-logits or --dump-activations", 2);
+  if (a.draft > 0 && a.media.any()) return fail("--draft: not available with --image/--audio", 2);
   params->logprobs = a.logprobs >= 0;
   params->top_logprobs = std::max(a.logprobs, 0);
   // A tokenizer is optional: with one, text prompts work and the output is also printed as text.
@@ -149,6 +152,13 @@ int run_generate(const GenerateArgs& a) {
   if (!engine.ok()) return fail(engine.status().message());
   const ModelInfo& info = engine.value()->info();
   if (Status s = check_logit_bias(*params, info.unpadded_vocab); !s) return fail(s.message(), 2);
+  PromptMedia media;
+  if (a.media.any()) {
+    auto pm = attach_media(*engine.value(), ids.value(), a.media, !a.json);
+    if (!pm.ok()) return fail(pm.status().message(), 2);
+    media = std::move(pm).value();
+    ids = media.ids;
+  }
   auto session = engine.value()->new_session();
   ActivationDump activations;
   if (!a.dump_activations.empty()) session->set_observer(&activations);
@@ -197,7 +207,13 @@ int run_generate(const GenerateArgs& a) {
     first = r.value();
   } else if (!a.dump_logits.empty() || !a.dump_activations.empty()) {
     // Every position's logits (and, for the activation dump, its final norm and logits rows).
-    auto all = session->prefill_all_logits(prompt);
+    Result<std::vector<float>> all = std::vector<float>();
+    if (media.media.empty()) {
+      all = session->prefill_all_logits(prompt);
+    } else if (auto r = prefill_media(*engine.value(), *session, prompt, media.media, &*all);
+               !r.ok()) {
+      all = r.status();
+    }
     if (!all.ok()) return fail(all.status().message(), 2);
     INK_CHECK(all->size() == prompt.size() * size_t(info.unpadded_vocab));
     if (!a.dump_logits.empty())
@@ -207,7 +223,8 @@ int run_generate(const GenerateArgs& a) {
         return fail(s.message());
     last.assign(all->end() - info.unpadded_vocab, all->end());
   } else {
-    auto r = session->prefill(prompt);
+    auto r = media.media.empty() ? session->prefill(prompt)
+                                 : prefill_media(*engine.value(), *session, prompt, media.media);
     if (!r.ok()) return fail(r.status().message(), 2);
     last.assign(r->begin(), r->end());
   }
@@ -303,6 +320,7 @@ Runner add_generate(CLI::App& app) {
                  "(stderr; with --json a \"logprobs\" array)")
       ->check(CLI::Range(0, 20));
   add_kv_type_option(app, &a->kv_type);
+  add_media_options(app, &a->media);
   add_draft_options(app, &a->draft, &a->draft_vocab,
                     "speculative decoding: K draft tokens per round from the model's MTP depths "
                     "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "

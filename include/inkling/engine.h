@@ -55,6 +55,7 @@ struct ModelInfo {
   // the chat template's image/audio parts render; the image upscale in force and its source.
   std::string vision_status = "absent", audio_status = "absent";
   int32_t image_token_id = -1, audio_token_id = -1;
+  int32_t image_bos_id = -1, audio_bos_id = -1, audio_end_id = -1;  // span markers
   int vision_patch = 0;
   std::string upscale;
   std::vector<std::string> unused;  // tensors nothing reads

@@ -102,6 +102,9 @@ ModelInfo describe(const Model& m, const std::string& dir) {
   info.audio_status = tower_status(m.towers.audio_ok(), m.towers.audio_error);
   info.image_token_id = m.media.image_token;
   info.audio_token_id = m.media.audio_token;
+  info.image_bos_id = m.media.image_bos;
+  info.audio_bos_id = m.media.audio_bos;
+  info.audio_end_id = m.media.audio_end;
   info.vision_patch = m.media.patch;
   info.upscale =
       (m.media.upscale.frac ? "x" + std::to_string(*m.media.upscale.frac) +

@@ -59,12 +59,13 @@ Result<MediaConfig> load_media_config(const std::string& dir, int hidden) {
     INK_RETURN_IF_ERROR(read_int(*it, "n_mel_bins", &mc.mel_bins, w, 1, 4096));
     INK_RETURN_IF_ERROR(read_int(*it, "mel_vocab_size", &mc.mel_levels, w, 1, 65536));
   }
-  int ids[4] = {mc.image_token, mc.audio_token, mc.image_bos, mc.audio_bos};
-  const char* keys[4] = {"image_token_id", "audio_token_id", "image_bos_token_id",
-                         "audio_bos_token_id"};
-  for (int i = 0; i < 4; ++i)
+  int ids[5] = {mc.image_token, mc.audio_token, mc.image_bos, mc.audio_bos, mc.audio_end};
+  const char* keys[5] = {"image_token_id", "audio_token_id", "image_bos_token_id",
+                         "audio_bos_token_id", "audio_end_token_id"};
+  for (int i = 0; i < 5; ++i)
     INK_RETURN_IF_ERROR(read_int(root, keys[i], &ids[i], path, 0, 1 << 30));
   mc.image_token = ids[0], mc.audio_token = ids[1], mc.image_bos = ids[2], mc.audio_bos = ids[3];
+  mc.audio_end = ids[4];
 
   const std::string pre = dir + "/preprocessor_config.json";
   std::error_code ec;
