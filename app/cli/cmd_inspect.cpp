@@ -89,6 +89,13 @@ Runner add_inspect(CLI::App& app) {
         "MiB of sliding rings\n",
         double(info.session_bytes) / mib, info.kv_type.c_str(),
         double(info.kv_bytes_per_token) / 1024.0, double(info.kv_sliding_bytes) / mib);
+    std::printf("vision tower: %s\n", info.vision_status.c_str());
+    if (info.vision_status == "bound")
+      std::printf("  tiles %dx%d, placeholder id %d, upscale %s\n", info.vision_patch,
+                  info.vision_patch, info.image_token_id, info.upscale.c_str());
+    std::printf("audio tower:  %s\n", info.audio_status.c_str());
+    if (info.audio_status == "bound")
+      std::printf("  16 kHz WAV, 20 frames per second, placeholder id %d\n", info.audio_token_id);
     std::printf("dropped (towers/MTP): %zu\n", info.dropped.size());
     std::printf("unused:  %zu\n", info.unused.size());
     for (const auto& u : info.unused) std::printf("  %s\n", u.c_str());
