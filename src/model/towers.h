@@ -25,7 +25,7 @@ struct MediaConfig {
   int mel_levels = 16;                         // audio_config.mel_vocab_size
   int32_t image_token = 200054, audio_token = 200053;  // placeholders (image/audio_token_id)
   int32_t image_bos = 200005, audio_bos = 200020;      // markers before a span
-  int32_t audio_end = 200043;  // <|audio_end|> after an audio span
+  int32_t audio_end = 200043;                          // <|audio_end|> after an audio span
   UpscalePolicy upscale{2.0, 2048};  // preprocessor_config.json, else the serving engines' default
   std::string upscale_source = "default (serving engines: 2.0, long edge <= 2048)";
 };

@@ -151,9 +151,8 @@ TEST(MmLoad, TextFixturesKeepLoadingWithUnusableTowers) {
   // the text model loads, and an image request names the reason.
   auto e = Engine::load(testing::fixture_dir("full") + "/og");
   ASSERT_TRUE(e.ok()) << e.status().message();
-  EXPECT_NE(
-      (*e)->info().audio_status.find("missing tensor model.audio.final_norm.weight"),
-      std::string::npos)
+  EXPECT_NE((*e)->info().audio_status.find("missing tensor model.audio.final_norm.weight"),
+            std::string::npos)
       << (*e)->info().audio_status;
   EXPECT_EQ((*e)->info().vision_status, "absent");
   const auto png = read_bytes(kDir + "media/rgb_37x53.png");
