@@ -1,7 +1,8 @@
 // make_tiny_chat_model: writes a tiny random Inkling checkpoint with the REAL vocabulary size
 // (201024 rows, 200058 usable ids, EOS 200006) in the original `model.llm.*` layout, BF16, plus
 // the Inkling tokenizer files, so the server can be driven end to end without a real model.
-// Usage: make_tiny_chat_model OUT_DIR TOKENIZER_DIR [--hidden N] [--seed N]
+// Usage: make_tiny_chat_model OUT_DIR TOKENIZER_DIR [--hidden N] [--seed N] [--towers 1]
+// --towers 1 adds small image and audio towers (8x8 tiles, 16-level dMel) for media tests.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -98,7 +99,9 @@ int main(int argc, char** argv) {
   const fs::path out = argv[1], tok = argv[2];
   int64_t H = 32;
   uint64_t seed = 1234;
+  bool towers = false;
   for (int i = 3; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--towers") towers = std::string(argv[i + 1]) == "1";
     if (std::string(argv[i]) == "--hidden") H = std::stoll(argv[i + 1]);
     if (std::string(argv[i]) == "--seed") seed = std::stoull(argv[i + 1]);
   }
@@ -163,6 +166,10 @@ int main(int argc, char** argv) {
                                 {"vocab_size", V},
                                 {"torch_dtype", "bfloat16"},
                                 {"text_config", text}};
+  if (towers) {
+    cfg["vision_config"] = {{"patch_size", 8}, {"temporal_patch_size", 2}, {"n_layers", 4}};
+    cfg["audio_config"] = {{"n_mel_bins", 80}, {"mel_vocab_size", 16}};
+  }
   std::ofstream(out / "config.json") << cfg.dump(1) << "\n";
 
   Writer w(seed);
@@ -204,6 +211,18 @@ int main(int argc, char** argv) {
   }
   w.add(p + "norm.weight", {H}, 'c', 1.0f);
   w.add(p + "unembed.weight", {V, H}, 'n', 3.0f * lin);
+  if (towers) {  // folds 2, 2, 2 over 8x8 tiles, then time (as transformers plans patch 8)
+    const int64_t in[4] = {12, 256, 256, 384}, outw[4] = {64, 64, 192, H};
+    for (int i = 0; i < 4; ++i) {
+      const std::string v = "model.visual.layers.";
+      w.add(v + "linear_" + std::to_string(i) + ".weight", {outw[i], in[i]}, 'n',
+            1.0f / std::sqrt(float(in[i])));
+      if (i < 3) w.add(v + "norm_" + std::to_string(i) + ".weight", {outw[i]}, 'c', 1.0f);
+    }
+    w.add("model.visual.final_norm.weight", {H}, 'c', 1.0f);
+    w.add("model.audio.encoder.weight", {80 * 16, H}, 'n', 0.3f);
+    w.add("model.audio.final_norm.weight", {H}, 'c', 1.0f);
+  }
   if (!w.write(out / "model.safetensors")) {
     std::fprintf(stderr, "error: cannot write %s\n", (out / "model.safetensors").c_str());
     return 1;

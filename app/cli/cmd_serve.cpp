@@ -101,6 +101,14 @@ Runner add_serve(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--alias", o->alias, "model id reported by the API (default: folder name)");
+  app.add_option("--media-dir", o->media_dir,
+                 "serve image/audio parts given as local paths (or file:// URLs) under DIR; "
+                 "without it only data: URLs and input_audio are accepted");
+  app.add_option("--max-image-pixels", o->max_image_pixels,
+                 "largest decoded image accepted (width x height)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  app.add_option("--max-audio-seconds", o->max_audio_seconds, "longest recording accepted")
+      ->check(CLI::Range(0.1, 3600.0));
   add_draft_options(
       app, &o->draft, &o->draft_vocab,
       "speculative decoding with K MTP drafts per round (requests asking for logprobs "

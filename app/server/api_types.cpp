@@ -173,7 +173,51 @@ bool valid_tool_name(const std::string& s) {
   return std::regex_match(s, re);
 }
 
-Err check_content(const ojson& m, const std::string& where) {
+// An image/audio part's source: a string, or an object with one of `keys` holding a string.
+const ojson* media_source(const ojson& part, const char* obj_key,
+                          std::initializer_list<const char*> keys) {
+  if (const ojson* o = field(part, obj_key)) {
+    if (o->is_string()) return o;
+    if (o->is_object())
+      for (const char* k : keys)
+        if (const ojson* v = field(*o, k); v && v->is_string()) return v;
+    return nullptr;
+  }
+  for (const char* k : keys)
+    if (const ojson* v = field(part, k); v && v->is_string()) return v;
+  return nullptr;
+}
+
+Err check_media_part(const ojson& part, const std::string& type, const std::string& pw,
+                     std::vector<MediaPart>* media) {
+  MediaPart mp;
+  mp.param = pw;
+  if (type == "input_audio") {
+    const ojson* ia = field(part, "input_audio");
+    const ojson* data = ia && ia->is_object() ? field(*ia, "data") : nullptr;
+    if (!data || !data->is_string())
+      return type_error(pw + ".input_audio", "{\"data\": base64 WAV, \"format\": \"wav\"}");
+    const ojson* fmt = field(*ia, "format");
+    if (fmt && (!fmt->is_string() || fmt->get<std::string>() != "wav"))
+      return bad_request("input_audio.format must be \"wav\" (16 kHz WAV)",
+                         pw + ".input_audio.format", "unsupported_audio_format");
+    mp.image = false;
+    mp.data = data->get<std::string>();
+    media->push_back(std::move(mp));
+    return std::nullopt;
+  }
+  mp.image = type == "image" || type == "image_url" || type == "input_image";
+  const ojson* src = mp.image ? media_source(part, "image_url", {"url", "image", "path"})
+                              : media_source(part, "audio_url", {"url", "audio", "path"});
+  if (!src)
+    return type_error(pw + (mp.image ? ".image_url" : ".audio_url"),
+                      "a URL string or {\"url\": ...}");
+  mp.url = src->get<std::string>();
+  media->push_back(std::move(mp));
+  return std::nullopt;
+}
+
+Err check_content(const ojson& m, const std::string& where, std::vector<MediaPart>* media) {
   const ojson* c = field(m, "content");
   if (!c || c->is_string()) return std::nullopt;
   if (!c->is_array()) return type_error(where + ".content", "a string, an array of parts or null");
@@ -189,8 +233,14 @@ Err check_content(const ojson& m, const std::string& where) {
       if (tx && !tx->is_string()) return type_error(pw + ".text", "a string");
       continue;
     }
+    static const std::set<std::string> kMedia = {"image",       "image_url", "input_image",
+                                                 "input_audio", "audio",     "audio_url"};
+    if (kMedia.count(type)) {
+      if (Err e = check_media_part(part, type, pw, media)) return e;
+      continue;
+    }
     return bad_request("content part type '" + type +
-                           "' is not supported: this server is text-only (send 'text' parts)",
+                           "' is not supported (send text, image_url or input_audio parts)",
                        pw + ".type", "unsupported_content");
   }
   return std::nullopt;
@@ -319,7 +369,7 @@ std::optional<ApiError> parse_chat_request(const ojson& body, ChatRequest* out) 
       return bad_request(
           "unknown role '" + r + "' in " + w + ": expected one of system, user, assistant, tool",
           w + ".role", "invalid_role");
-    if (Err e = check_content(m, w)) return e;
+    if (Err e = check_content(m, w, &out->media)) return e;
     for (const char* key : {"name", "tool_call_id", "reasoning_content", "reasoning"})
       if (const ojson* v = field(m, key); v && !v->is_string())
         return type_error(w + "." + key, "a string");

@@ -47,7 +47,17 @@ struct GenerationRequest {
 
 enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
 
+// An image or audio content part, in prompt order (the chat template renders one placeholder
+// for each). `url`: a data: URL, an http(s) URL (refused later) or a local path / file:// URL
+// (served only with --media-dir); `data`: input_audio's base64 WAV.
+struct MediaPart {
+  bool image = true;
+  std::string url, data, format;
+  std::string param;  // "messages[1].content[0]" for errors
+};
+
 struct ChatRequest {
+  std::vector<MediaPart> media;
   ojson render_request;  // messages/tools/reasoning_effort/chat_template_kwargs for the template
   GenerationRequest gen;
   bool has_tools = false;

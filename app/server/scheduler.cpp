@@ -181,8 +181,11 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
       live = &s;
   }
   INK_CHECK(lru != nullptr);
+  const bool media = !job->params.rows.empty();
+  if (media) live = nullptr;  // no reuse: see JobParams::rows
   const size_t live_len = live ? live->history.size() : 0;
-  const PrefixCache::Entry* hit = cache_.lookup(prompt, prompt.size() - 1, ++tick_);
+  const PrefixCache::Entry* hit =
+      media ? nullptr : cache_.lookup(prompt, prompt.size() - 1, ++tick_);
   Slot* s = live ? live : lru;
   if (hit && hit->tokens.size() > live_len) {
     s = lru;
@@ -192,7 +195,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     s->session->reset();
     s->history.clear();
   }
-  const bool speculate = opts_.draft > 0 && !job->params.sampling.logprobs;
+  const bool speculate = opts_.draft > 0 && !job->params.sampling.logprobs && !media;
   if (speculate) {
     // The decoder starts from an empty session and owns the depths' state: no prefix reuse.
     s->session->reset();
@@ -241,7 +244,7 @@ void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::strin
     s.spec_started = false;
     s.session->reset();
     s.history.clear();
-  } else if (reason == "error") {
+  } else if (reason == "error" || !s.job->params.rows.empty()) {
     s.session->reset();
     s.history.clear();
   } else if (int64_t(s.history.size()) >= opts_.min_snapshot_tokens &&
@@ -280,12 +283,14 @@ bool Scheduler::step() {
   // prefill chunk ends at the next snapshot boundary so the snapshot lands exactly there.
   std::vector<Session*> sessions;
   std::vector<std::span<const int32_t>> inputs;
+  std::vector<std::span<const float* const>> rows;  // tower rows of media prompts
   std::vector<Slot*> used;
   int64_t n_decode = 0, n_prefill = 0;
   for (auto& sp : slots_)
     if (sp->job && !sp->spec && sp->prefill_pos >= sp->job->params.prompt.size()) {
       sessions.push_back(sp->session.get());
       inputs.emplace_back(&sp->pending, 1);
+      rows.emplace_back();
       used.push_back(sp.get());
       ++n_decode;
     }
@@ -301,6 +306,10 @@ bool Scheduler::step() {
     if (s.next_snap < p.snapshot_at.size()) end = std::min(end, size_t(p.snapshot_at[s.next_snap]));
     sessions.push_back(s.session.get());
     inputs.emplace_back(p.prompt.data() + s.prefill_pos, end - s.prefill_pos);
+    if (p.rows.empty())
+      rows.emplace_back();
+    else
+      rows.emplace_back(p.rows.data() + s.prefill_pos, end - s.prefill_pos);
     used.push_back(&s);
     budget -= int64_t(end - s.prefill_pos);
     n_prefill += int64_t(end - s.prefill_pos);
@@ -308,7 +317,7 @@ bool Scheduler::step() {
   if (sessions.empty()) return spec_ran;
 
   const auto t0 = std::chrono::steady_clock::now();
-  const Status st = engine_->step(sessions, inputs);
+  const Status st = engine_->step(sessions, inputs, rows);
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) {
     for (Slot* s : used) finish_slot(*s, "error", st.message());

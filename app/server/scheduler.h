@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "inkling/engine.h"
+#include "inkling/media.h"
 #include "inkling/sampler.h"
 #include "inkling/speculative.h"
 #include "metrics.h"
@@ -39,6 +40,11 @@ struct JobParams {
   // A decoding constraint (tool_choice) attached to the job's sampler; runs on the scheduler
   // thread.
   std::shared_ptr<TokenConstraint> constraint;
+  // Image/audio input: the tower rows (kept alive with the job) and, per prompt token, the row
+  // that replaces its embedding (null for text; empty: no media). Such jobs reuse no prefix and
+  // leave none (the prefix cache is keyed by token ids, which do not identify an image).
+  std::shared_ptr<const std::vector<MediaEmbedding>> media;
+  std::vector<const float*> rows;
 };
 
 // One generated token: its id and, when sampling.logprobs, its logprob and top alternatives.

@@ -31,6 +31,11 @@ struct ServerOptions {
   bool verbose = false;
   int draft = 0;            // speculative decoding with this many MTP drafts per round (0 = off)
   int64_t draft_vocab = 0;  // the drafts' head over ids [0, N) (0 = every id)
+  // Image/audio content parts: local paths are read only under this folder (empty = never);
+  // decoded images above max_image_pixels and recordings above max_audio_seconds are refused.
+  std::string media_dir;
+  int64_t max_image_pixels = int64_t(32) << 20;
+  double max_audio_seconds = 300;
 };
 
 class Server {

@@ -119,6 +119,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // are validated first; on error no session changes. Thread-safe (calls are serialised).
   Status step(std::span<Session* const> sessions,
               std::span<const std::span<const int32_t>> inputs) const;
+  // The same with image/audio tower rows: rows[i] is empty or has one entry per token of
+  // inputs[i] (null = the token's own embedding), as Session::prefill_rows.
+  Status step(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> inputs,
+              std::span<const std::span<const float* const>> rows) const;
 
   // Image / audio input; see include/inkling/media.h (which declares the types and the
   // convenience functions). Thread-safe.

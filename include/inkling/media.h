@@ -26,6 +26,9 @@ struct MediaOptions {
   int64_t max_image_pixels = int64_t(64) << 20;  // decoded file, width x height
   int64_t max_image_tiles = 16384;               // after the upscale
   double max_audio_seconds = 600;
+  // Run the vision tower on the engine's worker threads. Their pool serves one caller at a
+  // time: a program encoding while another thread runs the model (a server) passes false.
+  bool use_engine_threads = true;
 };
 
 struct MediaEmbedding {

@@ -378,6 +378,20 @@ Result<MediaEmbedding> Engine::encode_audio(std::span<const uint8_t> bytes, cons
 
 Status Engine::step(std::span<Session* const> sessions,
                     std::span<const std::span<const int32_t>> inputs) const {
+  return step(sessions, inputs, {});
+}
+
+Status Engine::step(std::span<Session* const> sessions,
+                    std::span<const std::span<const int32_t>> inputs,
+                    std::span<const std::span<const float* const>> rows) const {
+  if (!rows.empty() && rows.size() != inputs.size())
+    return Status::error("[session] step: " + std::to_string(rows.size()) + " row lists for " +
+                         std::to_string(inputs.size()) + " inputs");
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!rows[i].empty() && rows[i].size() != inputs[i].size())
+      return Status::error("[session] step: input " + std::to_string(i) + " has " +
+                           std::to_string(inputs[i].size()) + " tokens but " +
+                           std::to_string(rows[i].size()) + " row pointers");
   if (sessions.size() != inputs.size())
     return Status::error("[session] step: " + std::to_string(sessions.size()) + " sessions but " +
                          std::to_string(inputs.size()) + " inputs");
@@ -412,6 +426,7 @@ Status Engine::step(std::span<Session* const> sessions,
       const bool last = done[i] + size_t(n) == inputs[i].size();
       segs.push_back(Segment{&si.state, inputs[i].data() + done[i], n,
                              last ? si.logits.data() : nullptr, false});
+      if (i < rows.size() && !rows[i].empty()) segs.back().embeds = rows[i].data() + done[i];
       done[i] += size_t(n);
       room -= n;
     }

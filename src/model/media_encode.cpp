@@ -40,7 +40,7 @@ Result<MediaEmbedding> encode_image_rows(const Model& m, ThreadPool* pool,
   e.description += ", " + std::to_string(t.rows) + "x" + std::to_string(t.cols) + " tiles";
   e.data.resize(size_t(e.rows * m.config.hidden));
   vision_forward(m.media, m.towers, t.pixel_values.data(), e.rows, m.config.hidden, e.data.data(),
-                 pool);
+                 o.use_engine_threads ? pool : nullptr);
   return e;
 }
 
