@@ -93,7 +93,7 @@ TEST_F(ServerMedia, ImageAndAudioPartsCostTheirRows) {
       chat(json::array({image("data:image/png;base64," + base64(kMedia + "rgb_37x53.png")), text}),
            &status);
   ASSERT_EQ(status, 200) << r.dump();
-  EXPECT_EQ(r["usage"]["prompt_tokens"].get<int64_t>(), base + 140 + 4);  // + part markers
+  EXPECT_EQ(r["usage"]["prompt_tokens"].get<int64_t>(), base + 140 + 3);  // + part markers
   // 0.23 s = 5 frames.
   json a =
       chat(json::array(
