@@ -21,6 +21,7 @@
 #include "inkling/speculative.h"
 #include "inkling/tokenizer.h"
 #include "kv_option.h"
+#include "media_attach.h"
 #include "sampling_options.h"
 
 namespace inkling::cli {
@@ -90,6 +91,7 @@ int run_chat(const ChatArgs& a) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
   const bool tty = isatty(0);
+  std::vector<MediaEmbedding> media, pending_media;  // attached so far / for the next message
 
   for (;;) {
     if (tty) out("\n> ");
@@ -97,10 +99,37 @@ int run_chat(const ChatArgs& a) {
     if (!std::getline(std::cin, line) || line == "/exit") break;
     if (line == "/reset") {
       while (messages.size() > (a.system.empty() ? 0u : 1u)) messages.erase(messages.size() - 1);
+      media.clear(), pending_media.clear();
+      continue;
+    }
+    if (line.rfind("/image ", 0) == 0 || line.rfind("/audio ", 0) == 0) {
+      // Attaches a file to the next message (media_attach.h).
+      auto e = encode_file(*engine.value(), line[1] == 'i', line.substr(7), MediaOptions{});
+      if (!e.ok()) {
+        fail(e.status().message(), 2);
+      } else {
+        if (tty) out(e->description + "\n");
+        pending_media.push_back(std::move(e).value());
+      }
       continue;
     }
     if (line.empty()) continue;
-    messages.push_back({{"role", "user"}, {"content", line}});
+    if (pending_media.empty()) {
+      messages.push_back({{"role", "user"}, {"content", line}});
+    } else {
+      if (a.draft > 0) {
+        fail("--draft: not available with /image or /audio", 2);
+        pending_media.clear();
+        continue;
+      }
+      nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+      for (const MediaEmbedding& m : pending_media)
+        parts.push_back({{"type", m.kind == MediaKind::kImage ? "image" : "audio"}});
+      parts.push_back({{"type", "text"}, {"text", line}});
+      messages.push_back({{"role", "user"}, {"content", parts}});
+      for (auto& m : pending_media) media.push_back(std::move(m));
+      pending_media.clear();
+    }
     nlohmann::ordered_json request = {{"messages", messages}};
     if (!a.effort.empty()) request["reasoning_effort"] = effort_value(a.effort);
     auto prompt = tmpl->render(request);
@@ -110,6 +139,11 @@ int run_chat(const ChatArgs& a) {
       continue;
     }
     std::vector<int32_t> prompt_ids = tokenizer->encode(prompt.value());
+    std::vector<const float*> rows;  // tower rows over the expanded placeholders
+    if (!media.empty()) {
+      auto r = media_rows(*engine.value(), prompt_ids, media, &rows);
+      if (!r.ok()) return fail(r.message());
+    }
     // Reuse the previous prompt's state when this prompt extends it.
     size_t start = 0;
     std::unique_ptr<SpeculativeDecoder> spec;
@@ -136,7 +170,10 @@ int run_chat(const ChatArgs& a) {
     }
     std::span<const float> l;
     if (!spec) {
-      auto logits = session->prefill(std::span<const int32_t>(prompt_ids).subspan(start));
+      auto logits = rows.empty()
+                        ? session->prefill(std::span<const int32_t>(prompt_ids).subspan(start))
+                        : session->prefill_rows(std::span<const int32_t>(prompt_ids).subspan(start),
+                                                std::span<const float* const>(rows).subspan(start));
       if (!logits.ok()) return fail(logits.status().message());
       l = logits.value();
       consumed = prompt_ids;

@@ -45,18 +45,37 @@ Result<PromptMedia> attach_media(const Engine& engine, std::vector<int32_t> ids,
     if (t != info.image_token_id && t != info.audio_token_id) continue;
     const bool image = t == info.image_token_id;
     const std::string& path = image ? a.images[ki++] : a.audios[ka++];
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-      return Status::error((image ? "--image " : "--audio ") + path + ": cannot open the file");
-    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
-    auto e =
-        image ? encode_image(engine, bytes, path, opts) : encode_audio(engine, bytes, path, opts);
+    auto e = encode_file(engine, image, path, opts);
     if (!e.ok()) return e.status();
     if (verbose) std::fprintf(stderr, "%s: %s\n", path.c_str(), e->description.c_str());
     out.media.push_back(std::move(e).value());
   }
   INK_ASSIGN_OR_RETURN(out.ids, expand_media_placeholders(engine, ids, out.media));
   return out;
+}
+
+Result<MediaEmbedding> encode_file(const Engine& engine, bool image, const std::string& path,
+                                   const MediaOptions& opts) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::error(path + ": cannot open the file");
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
+  return image ? encode_image(engine, bytes, path, opts) : encode_audio(engine, bytes, path, opts);
+}
+
+Status media_rows(const Engine& engine, std::vector<int32_t>& ids,
+                  const std::vector<MediaEmbedding>& media, std::vector<const float*>* rows) {
+  INK_ASSIGN_OR_RETURN(ids, expand_media_placeholders(engine, ids, media));
+  const ModelInfo& info = engine.info();
+  rows->assign(ids.size(), nullptr);
+  size_t k = 0;
+  int64_t r = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != info.image_token_id && ids[i] != info.audio_token_id) continue;
+    while (r >= media[k].rows) ++k, r = 0;
+    (*rows)[i] = media[k].data.data() + r * info.hidden;
+    ++r;
+  }
+  return Status::success();
 }
 
 }  // namespace inkling::cli

@@ -1,0 +1,70 @@
+// `inkling generate --image/--audio` on the multimodal fixture (tests/fixtures/mm): the prompt's
+// one-per-part placeholders are expanded and filled, and the greedy continuation equals
+// transformers'; bad files and count mismatches exit 2 with one line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "../common/fixtures.h"
+#include "../common/run_cli.h"
+
+namespace inkling {
+namespace {
+
+const std::string kDir = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/mm/";
+
+std::string scratch() {
+  const std::string d = std::string(INKLING_BINARY_DIR) + "/cli_media_" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// The reference prompt with each run of placeholders collapsed to one (as a template renders).
+std::string collapsed_ids(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0 && ids[i] == ids[i - 1] && (ids[i] == 490 || ids[i] == 491)) continue;
+    s += (s.empty() ? "" : ",") + std::to_string(ids[i]);
+  }
+  return s;
+}
+
+TEST(CliMedia, GenerateGreedyMatchesReference) {
+  const auto j = testing::read_json(kDir + "ref/jpeg_and_audio.json");
+  const auto r = testing::run_cli(
+      {"generate", "-m", kDir + "model/og", "--token-ids",
+       collapsed_ids(testing::json_ids(j, "prompt_ids")), "--image", kDir + "media/photo_64x90.jpg",
+       "--audio", kDir + "media/tone_0.23s.wav", "-n", "8", "--temp", "0", "--json"},
+      scratch());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(out.is_object()) << r.out;
+  EXPECT_EQ(out["ids"].get<std::vector<int32_t>>(), testing::json_ids(j, "greedy"));
+}
+
+TEST(CliMedia, Errors) {
+  const std::string ids = "5,490,6";
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "-m", kDir + "model/og", "--token-ids", ids,
+                                     "-n",       "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::run_cli(args, scratch());
+  };
+  auto r = run({"--image", kDir + "media/tone_0.23s.wav"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a PNG or JPEG"), std::string::npos) << r.err;
+  r = run({"--audio", kDir + "media/tone_0.23s.wav"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("1 image and 0 audio placeholders but 0 --image and 1 --audio"),
+            std::string::npos)
+      << r.err;
+  r = run({"--image", kDir + "media/missing.png"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace inkling
