@@ -1,6 +1,7 @@
 // attach_media(): reads and encodes --image/--audio files and lays them out in the prompt.
 #include "media_attach.h"
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
 
@@ -45,9 +46,14 @@ Result<PromptMedia> attach_media(const Engine& engine, std::vector<int32_t> ids,
     if (t != info.image_token_id && t != info.audio_token_id) continue;
     const bool image = t == info.image_token_id;
     const std::string& path = image ? a.images[ki++] : a.audios[ka++];
+    const auto t0 = std::chrono::steady_clock::now();
     auto e = encode_file(engine, image, path, opts);
     if (!e.ok()) return e.status();
-    if (verbose) std::fprintf(stderr, "%s: %s\n", path.c_str(), e->description.c_str());
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (verbose)
+      std::fprintf(stderr, "%s: %s (decode + preprocess + tower %.1f ms)\n", path.c_str(),
+                   e->description.c_str(), ms);
     out.media.push_back(std::move(e).value());
   }
   INK_ASSIGN_OR_RETURN(out.ids, expand_media_placeholders(engine, ids, out.media));

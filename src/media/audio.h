@@ -35,7 +35,7 @@ struct MelFeatures {
 // 16 kHz mono -> frames = ceil(samples / 800) of 80 log-mel bins (hop 800, periodic Hann window
 // of 1600, n_fft 1600, left pad 800, right pad to a hop multiple, magnitude spectrum, Slaney mel
 // filters 0-8 kHz), clamped to [-7, 2] and quantised to the nearest of linspace(-7, 2, 16).
-// The DFT is evaluated directly in double precision (torch.stft uses a float32 FFT).
+// The DFT is a mixed-radix FFT in double precision (torch.stft uses a float32 FFT).
 MelFeatures dmel_features(std::span<const float> samples);
 
 }  // namespace inkling
