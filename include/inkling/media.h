@@ -24,7 +24,7 @@ struct MediaOptions {
   std::optional<double> upscale;
   int64_t max_upscaled_long_edge = 0;
   int64_t max_image_pixels = int64_t(64) << 20;  // decoded file, width x height
-  int64_t max_image_tiles = 16384;               // after the upscale
+  int64_t max_image_tiles = 4096;                // after the upscale (2048x2048: 2704)
   double max_audio_seconds = 600;
   // Run the vision tower on the engine's worker threads. Their pool serves one caller at a
   // time: a program encoding while another thread runs the model (a server) passes false.
