@@ -238,10 +238,11 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
   std::vector<int32_t> ids = ctx.tok->encode(prompt.value(), /*allow_special=*/true);
   std::shared_ptr<const std::vector<MediaEmbedding>> media;
   std::vector<const float*> rows;
+  std::vector<int32_t> key;
   if (!cr.media.empty()) {
     std::vector<MediaEmbedding> m;
     if (auto e = load_media_parts(ctx, cr.media, &m)) return send_error(res, *e);
-    if (auto e = attach_media_rows(ctx, std::move(m), &ids, &media, &rows))
+    if (auto e = attach_media_rows(ctx, std::move(m), &ids, &media, &rows, &key))
       return send_error(res, *e);
   }
   if (auto e = check_length(ctx, ids.size(), "messages")) return send_error(res, *e);
@@ -249,6 +250,7 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
   JobParams p = job_params(ctx, cr.gen, ids, true);
   p.media = std::move(media);
   p.rows = std::move(rows);
+  p.key = std::move(key);
   // Snapshot points: the start of the first user turn (shared system prompt + tools), of the
   // latest user/tool turn (the whole earlier conversation)
   int64_t first_user = -1, last_turn = -1;
@@ -259,7 +261,7 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
     }
   // ... and the prompt minus its last token: a regenerated answer reuses the whole prompt.
   for (int64_t pos : {first_user, last_turn, int64_t(ids.size()) - 1})
-    if (pos > 0 && p.rows.empty() && (p.snapshot_at.empty() || p.snapshot_at.back() != pos))
+    if (pos > 0 && (p.snapshot_at.empty() || p.snapshot_at.back() != pos))
       p.snapshot_at.push_back(pos);
   if (cr.tool_choice != ToolChoice::kAuto)
     p.constraint =

@@ -103,7 +103,8 @@ std::optional<ApiError> load_media_parts(const Context& ctx, const std::vector<M
 std::optional<ApiError> attach_media_rows(const Context& ctx, std::vector<MediaEmbedding> media,
                                           std::vector<int32_t>* ids,
                                           std::shared_ptr<const std::vector<MediaEmbedding>>* keep,
-                                          std::vector<const float*>* rows) {
+                                          std::vector<const float*>* rows,
+                                          std::vector<int32_t>* key) {
   auto expanded = expand_media_placeholders(*ctx.engine, *ids, media);
   if (!expanded.ok()) return bad_request(expanded.status().message(), "messages", "media_mismatch");
   *ids = std::move(expanded).value();
@@ -117,6 +118,16 @@ std::optional<ApiError> attach_media_rows(const Context& ctx, std::vector<MediaE
     while (r >= (*owned)[k].rows) ++k, r = 0;
     (*rows)[i] = (*owned)[k].data.data() + r * info.hidden;
     ++r;
+  }
+  // The prefix-cache identity (scheduler.h: JobParams::key): FNV-1a of each row's bytes.
+  *key = *ids;
+  for (size_t i = 0; i < ids->size(); ++i) {
+    if (!(*rows)[i]) continue;
+    uint64_t h = 1469598103934665603ull;
+    const auto* b = reinterpret_cast<const uint8_t*>((*rows)[i]);
+    for (size_t j = 0; j < size_t(info.hidden) * sizeof(float); ++j)
+      h = (h ^ b[j]) * 1099511628211ull;
+    (*key)[i] = -1 - int32_t(h & 0x3fffffff);
   }
   *keep = std::move(owned);
   return std::nullopt;

@@ -20,6 +20,7 @@ std::optional<ApiError> load_media_parts(const Context& ctx, const std::vector<M
 std::optional<ApiError> attach_media_rows(const Context& ctx, std::vector<MediaEmbedding> media,
                                           std::vector<int32_t>* ids,
                                           std::shared_ptr<const std::vector<MediaEmbedding>>* keep,
-                                          std::vector<const float*>* rows);
+                                          std::vector<const float*>* rows,
+                                          std::vector<int32_t>* key);
 
 }  // namespace inkling::server

@@ -161,6 +161,7 @@ void Scheduler::loop() {
 
 void Scheduler::admit(std::shared_ptr<Job> job) {
   const auto& prompt = job->params.prompt;
+  const auto& key = job->params.key.empty() ? prompt : job->params.key;  // see JobParams::key
   if (prompt.empty() || int64_t(prompt.size()) >= opts_.ctx_size) {
     job->finish("error", "[server] prompt of " + std::to_string(prompt.size()) +
                              " tokens does not fit the context of " +
@@ -176,16 +177,14 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     if (s.job) continue;
     if (!lru || s.last_used < lru->last_used) lru = &s;
     if (!s.history.empty() && s.history.size() < prompt.size() &&
-        common_prefix(s.history, prompt) == s.history.size() &&
+        common_prefix(s.history, key) == s.history.size() &&
         (!live || s.history.size() > live->history.size()))
       live = &s;
   }
   INK_CHECK(lru != nullptr);
   const bool media = !job->params.rows.empty();
-  if (media) live = nullptr;  // no reuse: see JobParams::rows
   const size_t live_len = live ? live->history.size() : 0;
-  const PrefixCache::Entry* hit =
-      media ? nullptr : cache_.lookup(prompt, prompt.size() - 1, ++tick_);
+  const PrefixCache::Entry* hit = cache_.lookup(key, prompt.size() - 1, ++tick_);
   Slot* s = live ? live : lru;
   if (hit && hit->tokens.size() > live_len) {
     s = lru;
@@ -244,7 +243,7 @@ void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::strin
     s.spec_started = false;
     s.session->reset();
     s.history.clear();
-  } else if (reason == "error" || !s.job->params.rows.empty()) {
+  } else if (reason == "error") {
     s.session->reset();
     s.history.clear();
   } else if (int64_t(s.history.size()) >= opts_.min_snapshot_tokens &&
@@ -336,7 +335,12 @@ bool Scheduler::step() {
   for (size_t i = 0; i < used.size(); ++i) {
     Slot& s = *used[i];
     const JobParams& p = s.job->params;
-    s.history.insert(s.history.end(), inputs[i].begin(), inputs[i].end());
+    if (s.prefill_pos < p.prompt.size() && !p.key.empty()) {
+      const auto first = p.key.begin() + std::ptrdiff_t(s.prefill_pos);
+      s.history.insert(s.history.end(), first, first + std::ptrdiff_t(inputs[i].size()));
+    } else {
+      s.history.insert(s.history.end(), inputs[i].begin(), inputs[i].end());
+    }
     if (s.prefill_pos < p.prompt.size()) {
       s.prefill_pos += inputs[i].size();
       const bool at_boundary =

@@ -41,10 +41,12 @@ struct JobParams {
   // thread.
   std::shared_ptr<TokenConstraint> constraint;
   // Image/audio input: the tower rows (kept alive with the job) and, per prompt token, the row
-  // that replaces its embedding (null for text; empty: no media). Such jobs reuse no prefix and
-  // leave none (the prefix cache is keyed by token ids, which do not identify an image).
+  // that replaces its embedding (null for text; empty: no media). `key` is then the prompt's
+  // identity for prefix reuse: the prompt with each tower row's position holding a negative id
+  // hashed from the row's values (never run), so a prefix matches only with the same images.
   std::shared_ptr<const std::vector<MediaEmbedding>> media;
   std::vector<const float*> rows;
+  std::vector<int32_t> key;
 };
 
 // One generated token: its id and, when sampling.logprobs, its logprob and top alternatives.

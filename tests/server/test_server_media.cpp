@@ -1,6 +1,7 @@
 // `inkling serve` with image and audio content parts (OpenAI chat format) on a tiny random model
 // with towers (make_tiny_chat_model --towers 1): data: URLs and input_audio are accepted and cost
-// their tiles/frames in prompt tokens; local paths only under --media-dir; remote URLs, bad
+// their tiles/frames in prompt tokens; a repeated image is reused from the prefix cache, another
+// image is not; local paths only under --media-dir; remote URLs, bad
 // base64 and undecodable files are 400s with a code naming the problem.
 #include <httplib.h>
 
@@ -103,11 +104,19 @@ TEST_F(ServerMedia, ImageAndAudioPartsCostTheirRows) {
            &status);
   ASSERT_EQ(status, 200) << a.dump();
   EXPECT_EQ(a["usage"]["prompt_tokens"].get<int64_t>(), base + 5 + 4);  // + part markers
-  // The same image twice at temperature 0: the same answer (no stale prefix reuse).
+  // The same image again: the whole prompt but its last token comes from the prefix cache, and
+  // the answer is the same. Another image in its place reuses nothing from the image on.
   json r2 =
       chat(json::array({image("data:image/png;base64," + base64(kMedia + "rgb_37x53.png")), text}),
            &status);
   EXPECT_EQ(r2["choices"][0]["message"], r["choices"][0]["message"]);
+  EXPECT_EQ(r2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(),
+            r2["usage"]["prompt_tokens"].get<int64_t>() - 1);
+  json r3 = chat(
+      json::array({image("data:image/png;base64," + base64(kMedia + "palette_21x33.png")), text}),
+      &status);
+  ASSERT_EQ(status, 200) << r3.dump();
+  EXPECT_LT(r3["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), base);
   // A local path under --media-dir.
   json l = chat(json::array({image(kMedia + "photo_64x90.jpg"), text}), &status);
   EXPECT_EQ(status, 200) << l.dump();
