@@ -68,6 +68,8 @@ TEST(ServerRequest, ErrorsNameTheField) {
       {R"({"messages":[{"role":1,"content":"x"}]})", "messages[0].role"},
       {R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+       "messages[0].content[0].image_url"},
+      {R"({"messages":[{"role":"user","content":[{"type":"video_url"}]}]})",
        "messages[0].content[0].type"},
       {R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{bad"}}]}]})",
        "messages[0].tool_calls[0].function.arguments"},
