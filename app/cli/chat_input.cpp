@@ -104,7 +104,6 @@ ChatInput read_chat_input(LineInput& in) {
         text += "\n" + l.text;
       }
     }
-    (void)ended;
     if (trim(text).empty()) continue;
     in.remember(text);
     if (text[0] == '/' && text.rfind("//", 0) != 0) {

@@ -310,7 +310,7 @@ void Chat::turn(const std::string& text) {
 
   OutputParser parser(*ids_);
   StreamDecoder dec(tokenizer_, /*skip_special=*/true);
-  bool in_reasoning = false, said_anything = false;
+  bool in_reasoning = false;
   int64_t thinking = 0;  // reasoning tokens while hidden (the indicator's count)
   auto clear_indicator = [&] {
     if (thinking > 0 && out_tty_) out("\r\x1b[K");
@@ -321,7 +321,6 @@ void Chat::turn(const std::string& text) {
       if (show_reasoning_) {
         if (!in_reasoning && out_tty_) out("\x1b[2m");  // dim
         in_reasoning = true;
-        said_anything = true;
         out(d.reasoning);
       } else if (out_tty_) {
         ++thinking;
@@ -332,12 +331,10 @@ void Chat::turn(const std::string& text) {
       clear_indicator();
       if (in_reasoning) out(out_tty_ ? "\x1b[0m\n" : "\n");
       in_reasoning = false;
-      said_anything = true;
       out(d.content);
     }
     for (const auto& tc : d.tool_calls) {
       clear_indicator();
-      said_anything = true;
       out((tc.name.empty() ? "" : "\n[tool call " + tc.name + "] ") + tc.arguments);
     }
   };
@@ -387,11 +384,11 @@ void Chat::turn(const std::string& text) {
     }
   }
   g_sigint = 0;
+  std::clearerr(stdout);  // a write interrupted by Ctrl-C must not silence the rest of the chat
   show(parser.finish());
   clear_indicator();
   if (in_reasoning && out_tty_) out("\x1b[0m");
   out("\n");
-  (void)said_anything;
   t.gen_ms = ms_since(t_gen);
   t.total_ms = ms_since(t_turn);
   t.load_ms = total_.load_ms;
