@@ -61,7 +61,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="inkling_page_")
     script = os.path.join(work, "script.json")
-    with open(script, "w") as f:
+    with open(script, "w") as f:  # the first entry found in the rendered prompt answers
         json.dump([{"when": "a long story", "output":  # thousands of tokens: time to press Stop
                     "<|message_model|><|content_text|>" + "Once upon a time. " * 1500 +
                     "<|end_message|><|content_model_end_sampling|>"},
@@ -69,7 +69,11 @@ def main():
                     "<|message_model|><|content_text|># Title\n\nSome **bold** and `code`, "
                     "<img src=x onerror=\"window.pwned=1\"> and [a link](javascript:window.pwned=2)."
                     "\n\n```python\nprint('<b>hi</b>')\n```\n<|end_message|>"
-                    "<|content_model_end_sampling|>"}], f)
+                    "<|content_model_end_sampling|>"},
+                   {"when": "weather in Paris", "output":
+                    "<|content_thinking|>Let me check.<|end_message|><|message_model|>get_weather"
+                    "<|content_invoke_tool_json|>{\"name\":\"get_weather\",\"args\":"
+                    "{\"city\":\"Paris\"}}<|end_message|><|content_model_end_sampling|>"}], f)
     demo, demo_port = start_server(args.inkling, args.model, ["--test-script", script])
 
     opts = webdriver.ChromeOptions()
@@ -133,9 +137,15 @@ def main():
         send("Give me a verse about light")
         a = wait_done(1)
         check(not a.find_elements(By.CSS_SELECTOR, "details.reasoning"), "effort none: no reasoning")
+        # tool calls are shown with their name and arguments
+        send("What is the weather in Paris?")
+        a = wait_done(2)
+        tools = a.find_elements(By.CLASS_NAME, "tool")
+        check(len(tools) == 1 and "get_weather" in tools[0].text and "Paris" in tools[0].text,
+              "tool call shown: " + (tools[0].text if tools else "none"))
         # 5. Markdown rendered, model HTML inert
         send("markdown please")
-        a = wait_done(2)
+        a = wait_done(3)
         check(bool(a.find_elements(By.CSS_SELECTOR, ".body h1")), "heading rendered")
         check(bool(a.find_elements(By.CSS_SELECTOR, ".body .code pre code")), "code block rendered")
         check(not a.find_elements(By.CSS_SELECTOR, ".body img"), "no <img> from model text")
@@ -145,7 +155,7 @@ def main():
         driver.save_screenshot(os.path.join(args.out, "chat-page-desktop.png"))
         # 3. reload: the conversation is still there
         driver.refresh()
-        WebDriverWait(driver, 10).until(lambda d: len(answers()) == 2)
+        WebDriverWait(driver, 10).until(lambda d: len(answers()) == 3)
         check("Title" in driver.find_element(By.ID, "log").text, "the open chat is restored")
         chats = driver.find_elements(By.CSS_SELECTOR, "#chats .open")
         check(len(chats) == 2 and all("verse about light" in c.get_attribute("title") for c in chats),

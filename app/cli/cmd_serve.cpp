@@ -16,6 +16,7 @@
 #include "draft_option.h"
 #include "kv_option.h"
 #include "model_path.h"
+#include "terminal.h"
 
 namespace inkling::cli {
 
@@ -124,7 +125,9 @@ Runner add_serve(CLI::App& app) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread started below
+    BusyIndicator busy("loading " + o->model_dir);
     auto srv = server::Server::create(*o);
+    busy.done();
     if (!srv.ok()) return fail(srv.status().message());
     auto port = srv.value()->bind();
     if (!port.ok()) return fail(port.status().message());
