@@ -5,9 +5,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <clocale>
 #include <cstdlib>
 #include <cwchar>
 #include <filesystem>
@@ -81,9 +83,27 @@ const char* prompt_fn(EditLine*) {
   return g_prompt.c_str();
 }
 
+// The character type libedit runs under: the user's (UTF-8 when the environment names none, as
+// in many containers), set only while libedit works, so the rest of the program keeps "C".
+class EditLocale {
+ public:
+  EditLocale() {
+    const char* cur = std::setlocale(LC_CTYPE, nullptr);
+    saved_ = cur ? cur : "C";
+    const char* set = std::setlocale(LC_CTYPE, "");
+    if (!set || std::string(set) == "C" || std::string(set) == "POSIX")
+      if (!std::setlocale(LC_CTYPE, "C.UTF-8")) std::setlocale(LC_CTYPE, saved_.c_str());
+  }
+  ~EditLocale() { std::setlocale(LC_CTYPE, saved_.c_str()); }
+
+ private:
+  std::string saved_;
+};
+
 class EditInput final : public LineInput {
  public:
   explicit EditInput(std::string history_path) : path_(std::move(history_path)) {
+    EditLocale loc;
     el_ = el_init("inkling", stdin, stdout, stderr);
     hist_ = history_init();
     HistEvent ev;
@@ -103,6 +123,7 @@ class EditInput final : public LineInput {
   Line read(const std::string& prompt) override {
     g_prompt = prompt;
     int count = 0;
+    EditLocale loc;
     const char* s = el_gets(el_, &count);
     Line l;
     if (g_sigint) {
@@ -125,7 +146,10 @@ class EditInput final : public LineInput {
   void remember(const std::string& entry) override {
     HistEvent ev;
     history(hist_, &ev, H_ENTER, entry.c_str());
-    if (!path_.empty()) history(hist_, &ev, H_SAVE, path_.c_str());
+    if (!path_.empty()) {
+      history(hist_, &ev, H_SAVE, path_.c_str());
+      ::chmod(path_.c_str(), 0600);  // what you typed is yours alone
+    }
   }
 
  private:
