@@ -1,4 +1,5 @@
-// `inkling chat` as a user drives it, on a tiny random model with the real vocabulary: local
+// `inkling chat` as a user drives it, on the demo model (models/inkling-demo, it loads in a tenth
+// of a second): local
 // commands, multi-line input, /save + /load, a conversation longer than the context, options
 // checked before the model loads, and plain output (no escape codes) when piped. The terminal
 // behaviour (line editing, Ctrl-C stopping an answer, Ctrl-C twice or Ctrl-D to leave) runs the
@@ -23,7 +24,6 @@
 #include <nlohmann/json.hpp>
 
 #include "../common/run_cli.h"
-#include "../server/server_process.h"
 
 namespace inkling {
 namespace {
@@ -38,12 +38,8 @@ using testing::write_file;
 
 class CliChatFeatures : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    skip_ = testing::ensure_tiny_model();
-    model_ = testing::kTinyModel;
-  }
   void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (!std::filesystem::exists(model_ + "/model.safetensors")) GTEST_SKIP() << "no demo model";
   }
   // chat with `input` on stdin (a file) and the given extra flags.
   RunResult chat(const std::string& input, std::vector<std::string> extra = {}) {
@@ -64,7 +60,7 @@ class CliChatFeatures : public ::testing::Test {
     EXPECT_FALSE(j.is_discarded()) << read_file(tmp_.file(name));
     return j.is_discarded() ? nlohmann::json::array() : j["messages"];
   }
-  static inline std::string skip_, model_;
+  const std::string model_ = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
   TempDir tmp_;
 };
 
@@ -237,9 +233,10 @@ std::unique_ptr<Pty> spawn_pty(const std::vector<std::string>& args, const std::
 }
 
 TEST_F(CliChatFeatures, TerminalCtrlCStopsAnAnswerThenLeaves) {
-  // Ends of answer banned, so only Ctrl-C (or the token limit, far away) ends it.
-  auto p = spawn_pty({"chat", "-m", model_, "-n", "100000", "-c", "8192", "--seed", "1",
-                      "--logit-bias", "199999=-100,200006=-100,200010=-100,200001=-100"},
+  // The demo model's ends of answer (<|endoftext|>, <|message_model|>, end of sampling,
+  // <|end_message|>) banned, so only Ctrl-C (or the context, seconds away) ends it.
+  auto p = spawn_pty({"chat", "-m", model_, "-n", "100000", "--seed", "1", "-t", "1",
+                      "--logit-bias", "4001=-100,4003=-100,4008=-100,4012=-100"},
                      tmp_.path());
   ASSERT_GT(p->pid, 0);
   ASSERT_TRUE(p->wait_for("/help for commands", 0, 60)) << p->seen;
