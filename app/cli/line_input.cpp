@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <clocale>
+#include <cstdio>
 #include <cstdlib>
 #include <cwchar>
 #include <filesystem>
@@ -23,7 +24,14 @@ namespace {
 
 class PlainInput final : public LineInput {
  public:
-  Line read(const std::string&) override {
+  // prompt: typed at a terminal while the output goes elsewhere (`chat | tee log`), the prompt
+  // goes to stderr.
+  explicit PlainInput(bool prompt) : prompt_(prompt) {}
+  Line read(const std::string& prompt) override {
+    if (prompt_) {
+      std::fputs(prompt.c_str(), stderr);
+      std::fflush(stderr);
+    }
     Line l;
     if (std::getline(std::cin, l.text)) {
       if (!l.text.empty() && l.text.back() == '\r') l.text.pop_back();
@@ -33,6 +41,9 @@ class PlainInput final : public LineInput {
   }
   bool more_waiting() override { return false; }
   void remember(const std::string&) override {}
+
+ private:
+  bool prompt_;
 };
 
 // libedit's character source: one UTF-8 character from fd 0, -1 when a SIGINT interrupted the
@@ -162,7 +173,7 @@ class EditInput final : public LineInput {
 
 std::unique_ptr<LineInput> LineInput::open(bool interactive, const std::string& history_path) {
   if (interactive) return std::make_unique<EditInput>(history_path);
-  return std::make_unique<PlainInput>();
+  return std::make_unique<PlainInput>(::isatty(0) == 1);
 }
 
 std::string default_history_path() {
