@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "inkling/engine.h"
 #include "kv_option.h"
+#include "model_path.h"
 
 namespace inkling::cli {
 
@@ -53,6 +54,7 @@ Runner add_inspect(CLI::App& app) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   add_kv_type_option(app, kv_type.get());
   return [=]() -> int {
+    if (std::string bad = check_model_folder(*model_dir); !bad.empty()) return fail(bad, 2);
     EngineOptions opts;
     opts.n_threads = 1;
     opts.kv_type = *kv_type;

@@ -15,6 +15,8 @@
 #include "commands.h"
 #include "draft_option.h"
 #include "kv_option.h"
+#include "model_path.h"
+#include "terminal.h"
 
 namespace inkling::cli {
 
@@ -110,6 +112,7 @@ Runner add_serve(CLI::App& app) {
   app.add_option("--test-script", o->test_script)->group("");
   return [o, key_file]() -> int {
     if (auto st = resolve_api_key(*key_file, &o->api_key); !st.ok()) return fail(st.message());
+    if (std::string bad = check_model_folder(o->model_dir); !bad.empty()) return fail(bad, 2);
 #ifdef __GLIBC__
     // Request bodies (up to --max-body-bytes) and per-request buffers are allocated by many
     // connection threads. A fixed mmap threshold returns each large buffer to the system when
@@ -122,7 +125,9 @@ Runner add_serve(CLI::App& app) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread started below
+    BusyIndicator busy("loading " + o->model_dir);
     auto srv = server::Server::create(*o);
+    busy.done();
     if (!srv.ok()) return fail(srv.status().message());
     auto port = srv.value()->bind();
     if (!port.ok()) return fail(port.status().message());
