@@ -15,6 +15,7 @@
 #include "bench_draft.h"
 #include "commands.h"
 #include "draft_option.h"
+#include "expert_parallel_option.h"
 #include "inkling/engine.h"
 #include "kv_option.h"
 #include "model/config.h"
@@ -46,6 +47,7 @@ struct BenchArgs {
   int threads = 0;  // 0: one per CPU this process may use
   int64_t chunk = 256;
   bool json = false;
+  ExpertParallelArgs ep;
   KvCacheType kv_type = KvCacheType::kF32;
   std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
   int batch = 0;  // also time Engine::step over this many sessions, one token each
@@ -162,9 +164,11 @@ double attention_seconds(const ModelConfig& c, int64_t context, KvCacheType kv_t
 int run_bench(const BenchArgs& args) {
   BenchArgs a = args;
   if (a.threads <= 0) a.threads = available_cpus();
+  EngineOptions opts;  // with --expert-parallel, ranks > 0 only serve experts
+  ExpertParallel ep;
+  if (auto rc = ep.start(a.ep, a.model_dir, a.threads, &opts)) return *rc;
   auto cfg = load_config(a.model_dir);
   if (!cfg.ok()) return fail(cfg.status().message());
-  EngineOptions opts;
   opts.n_threads = a.threads;
   opts.prefill_chunk = a.chunk;
   opts.kv_type = a.kv_type;
@@ -431,6 +435,7 @@ Runner add_bench(CLI::App& app) {
   app.add_option("--chunk", a->chunk, "prefill chunk (tokens per forward call)")
       ->check(CLI::PositiveNumber);
   add_kv_type_option(app, &a->kv_type);
+  add_expert_parallel_options(app, &a->ep);
   app.add_option("--batch", a->batch,
                  "also time Engine::step over this many sessions at the same context, one token "
                  "each (continuous batching), against the single-session decode")
