@@ -319,6 +319,24 @@ int run_bench(const BenchArgs& args) {
     }
   }
 
+  // --expert-parallel: the exchange alone (the other ranks answer at once), per MoE layer.
+  nlohmann::json ep_json;
+  if (dist::Cluster* cl = ep.cluster()) {
+    log("timing the expert-parallel exchange alone");
+    auto one = cl->time_exchange(1, c.hidden, c.n_routed, c.top_k, 200);
+    auto chunk = cl->time_exchange(a.chunk, c.hidden, c.n_routed, c.top_k, 10);
+    if (!one.ok()) return fail(one.status().message());
+    if (!chunk.ok()) return fail(chunk.status().message());
+    int moe_layers = 0;
+    for (const LayerSpec& l : c.layers) moe_layers += !l.dense;
+    ep_json = {{"ranks", cl->size()},
+               {"moe_layers", moe_layers},
+               {"exchange_us_one_row", one.value() * 1e6},
+               {"exchange_us_chunk", chunk.value() * 1e6},
+               {"exchange_ms_per_decode_token", one.value() * moe_layers * 1e3},
+               {"exchange_ms_per_chunk", chunk.value() * moe_layers * 1e3}};
+  }
+
   if (a.json) {
     nlohmann::json j = {{"model_dir", a.model_dir},
                         {"cpu", cpu_model_name()},
@@ -352,6 +370,7 @@ int run_bench(const BenchArgs& args) {
                         {"batch_speedup", a.batch > 0 ? batch_tok_s / decode_tok_s : 0.0},
                         {"projected", projected}};
     if (a.draft > 0) j["speculative"] = spec;
+    if (!ep_json.is_null()) j["expert_parallel"] = ep_json;
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -415,6 +434,14 @@ int run_bench(const BenchArgs& args) {
         static_cast<long long>(p["context"].get<int64_t>()),
         p["attention_ms_per_token"].get<double>(), p["decode_tok_s"].get<double>(),
         p["decode_ratio"].get<double>(), p["vs_measured"].get<double>());
+  if (!ep_json.is_null())
+    std::printf(
+        "expert parallel: %d ranks; exchange alone per MoE layer %.1f us (1 row), %.1f us "
+        "(%lld rows) = %.2f ms per decode token, %.1f ms per chunk over %d MoE layers\n",
+        ep_json["ranks"].get<int>(), ep_json["exchange_us_one_row"].get<double>(),
+        ep_json["exchange_us_chunk"].get<double>(), static_cast<long long>(a.chunk),
+        ep_json["exchange_ms_per_decode_token"].get<double>(),
+        ep_json["exchange_ms_per_chunk"].get<double>(), ep_json["moe_layers"].get<int>());
   return 0;
 }
 

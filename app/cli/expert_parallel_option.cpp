@@ -14,12 +14,15 @@ void add_expert_parallel_options(CLI::App& app, ExpertParallelArgs* a) {
                  "reports it dead and exits")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  app.add_flag("--ep-stats", a->stats,
+               "with --expert-parallel: at the end, rank 0 prints the messages, bytes and time "
+               "of the exchanges per MoE layer call");
 }
 
 std::optional<int> ExpertParallel::start(const ExpertParallelArgs& a, const std::string& model_dir,
                                          int n_threads, EngineOptions* opts) {
   if (!a.on) return std::nullopt;
-  auto c = dist::Cluster::init({a.timeout_s});
+  auto c = dist::Cluster::init({a.timeout_s, a.stats});
   if (!c.ok()) return fail(c.status().message(), 2);
   cluster_ = std::move(c).value();
   if (cluster_->rank() != 0) return cluster_->serve_experts(model_dir, n_threads);

@@ -16,6 +16,7 @@ namespace inkling::cli {
 struct ExpertParallelArgs {
   bool on = false;
   double timeout_s = 60;
+  bool stats = false;
 };
 
 void add_expert_parallel_options(CLI::App& app, ExpertParallelArgs* a);
@@ -28,6 +29,8 @@ class ExpertParallel {
  public:
   std::optional<int> start(const ExpertParallelArgs& a, const std::string& model_dir, int n_threads,
                            EngineOptions* opts);
+  // The cluster on rank 0 after start() with --expert-parallel, else null.
+  dist::Cluster* cluster() const { return cluster_.get(); }
 
  private:
   std::unique_ptr<dist::Cluster> cluster_;

@@ -14,6 +14,7 @@ namespace inkling::dist {
 
 struct ClusterOptions {
   double timeout_s = 60;  // a rank that does not answer within this long is reported dead
+  bool stats = false;     // rank 0 prints what the exchanges cost when it ends
 };
 
 class Cluster {
@@ -32,6 +33,10 @@ class Cluster {
   // Rank 0: checks that every rank loaded the same model folder (same fingerprint) and returns
   // the executor for EngineOptions::expert_executor (owned by the cluster).
   virtual Result<ExpertExecutor*> connect(const std::string& model_dir) = 0;
+  // Rank 0 after connect(): median seconds of one MoE layer's exchange of T rows (hidden H, k of E
+  // experts each, random routing) that the other ranks answer at once, nothing computed: what
+  // the transport adds per MoE layer.
+  virtual Result<double> time_exchange(int64_t T, int64_t H, int E, int k, int iters) = 0;
 };
 
 }  // namespace inkling::dist

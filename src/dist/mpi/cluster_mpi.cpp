@@ -4,8 +4,10 @@
 // kRequest 0 -> r {layer, rows, k, H, ids [rows, k], rows [rows, H] f32} (layer -1 = stop);
 // kReply r -> 0 {the owned slots' expert outputs, row-major in (row, j) order, [slots, H] f32}.
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@ namespace inkling::dist {
 namespace {
 
 constexpr int kHello = 11, kGo = 12, kRequest = 13, kReply = 14;
+constexpr int32_t kStopLayer = -1, kEchoLayer = -2;  // request "layers": stop; reply at once
 
 struct Hello {
   uint64_t fingerprint = 0;
@@ -34,7 +37,7 @@ struct Hello {
 };
 
 struct RequestHeader {
-  int32_t layer = -1, rows = 0, k = 0, hidden = 0;
+  int32_t layer = kStopLayer, rows = 0, k = 0, hidden = 0;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -57,17 +60,35 @@ std::string mpi_error(int rc) {
   std::_Exit(1);
 }
 
-// Waits for one request: spins briefly (low latency), then polls every 20 us so that a waiting
+// How a rank waits between polls (MPI makes progress only inside its calls, so a message in
+// flight, e.g. a large one in shared-memory fragments, needs frequent polls): spin at first,
+// then yield the core for up to 1 ms, then poll every 20 us (a rank idle for long, e.g. an
+// expert server while rank 0 runs attention, leaves the cores to the ranks that share them).
+class Backoff {
+ public:
+  void pause() {
+    if (++spins_ < 2000) return;
+    if (Clock::now() - since_ < std::chrono::milliseconds(1))
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+
+ private:
+  int spins_ = 0;
+  Clock::time_point since_ = Clock::now();
+};
+
+// Waits for one request: spins briefly (low latency), then backs off so that a waiting
 // rank leaves the CPU to the ranks sharing its cores. false on deadline; dies on an MPI error.
 bool wait_until(MPI_Request* req, Clock::time_point deadline, const char* what, int peer) {
-  for (int spins = 0;; ++spins) {
+  for (Backoff b;; b.pause()) {
     int done = 0;
     const int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
       die(std::string(what) + " rank " + std::to_string(peer) + ": " + mpi_error(rc));
     if (done) return true;
     if (Clock::now() > deadline) return false;
-    if (spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 
@@ -78,8 +99,21 @@ class MpiExecutor final : public ExpertExecutor {
   MpiExecutor(int n_ranks, double timeout_s) : n_(n_ranks), timeout_s_(timeout_s) {}
   void run(const MoeWeights& w, const float* m, int64_t T, int64_t H, const int32_t* idx,
            const float* weight, int k, float* out, ThreadPool* pool) override;
+  // --ep-stats: what the exchanges cost, decode calls (one row) and the others apart.
+  void print_stats() const;
+  // The same exchange of T rows with random routing over E experts, answered at once by the
+  // other ranks (no expert runs anywhere): the transport's share. Median seconds of `iters`.
+  double time_echo(int64_t T, int64_t H, int E, int k, int iters);
 
  private:
+  void exchange(int layer, const std::vector<SwiGluWeights>* routed, int E, const float* m,
+                int64_t T, int64_t H, const int32_t* idx, const float* weight, int k, float* out,
+                ThreadPool* pool);
+  struct Stats {
+    int64_t calls = 0, rows = 0, messages = 0;
+    double bytes_out = 0, bytes_back = 0;
+    double total_s = 0, local_s = 0, wait_s = 0;  // in run(); this rank's experts; waiting after
+  } st_[2];                                       // [0]: one-row (decode) calls, [1]: the others
   int n_;
   double timeout_s_;
   std::mutex mu_;  // one exchange at a time (the MPI tags do not tell two apart)
@@ -94,7 +128,45 @@ class MpiExecutor final : public ExpertExecutor {
 void MpiExecutor::run(const MoeWeights& w, const float* m, int64_t T, int64_t H, const int32_t* idx,
                       const float* weight, int k, float* out, ThreadPool* pool) {
   std::lock_guard<std::mutex> lk(mu_);
-  const int E = int(w.routed.size());
+  exchange(w.layer, &w.routed, int(w.routed.size()), m, T, H, idx, weight, k, out, pool);
+}
+
+double MpiExecutor::time_echo(int64_t T, int64_t H, int E, int k, int iters) {
+  std::lock_guard<std::mutex> lk(mu_);
+  iters = std::max(iters, 1);
+  std::vector<float> m(size_t(T * H), 1.f);
+  std::vector<int32_t> idx(size_t((iters + 1) * T * k));  // a fresh routing per exchange
+  uint64_t x = 88172645463325252ull;
+  for (int64_t t = 0; t < (iters + 1) * T; ++t)  // k distinct experts per row, ascending
+    for (int j = 0; j < k;) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      const int32_t e = int32_t(x % uint64_t(E));
+      int32_t* row = idx.data() + t * k;
+      if (std::find(row, row + j, e) != row + j) continue;
+      row[j++] = e;
+      std::sort(row, row + j);
+    }
+  auto one = [&](int i) {
+    exchange(kEchoLayer, nullptr, E, m.data(), T, H, idx.data() + int64_t(i) * T * k, nullptr, k,
+             nullptr, nullptr);
+  };
+  one(iters);  // warm-up
+  std::vector<double> t(static_cast<size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = Clock::now();
+    one(i);
+    t[size_t(i)] = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  std::nth_element(t.begin(), t.begin() + iters / 2, t.end());
+  return t[size_t(iters / 2)];  // the median: robust to a rank losing its core for a while
+}
+
+// routed == nullptr: an echo (nothing runs here, nothing is combined, no statistics).
+void MpiExecutor::exchange(int layer, const std::vector<SwiGluWeights>* routed, int E,
+                           const float* m, int64_t T, int64_t H, const int32_t* idx,
+                           const float* weight, int k, float* out, ThreadPool* pool) {
+  const auto t_start = Clock::now();
+  Stats& st = st_[T == 1 ? 0 : 1];
   send_.resize(size_t(n_)), recv_.resize(size_t(n_)), rows_.resize(size_t(n_));
   std::vector<MPI_Request> sreq(size_t(n_), MPI_REQUEST_NULL), rreq(size_t(n_), MPI_REQUEST_NULL);
   std::vector<int64_t> slots(size_t(n_), 0);
@@ -109,7 +181,7 @@ void MpiExecutor::run(const MoeWeights& w, const float* m, int64_t T, int64_t H,
   for (int r = 1; r < n_; ++r) {
     const std::vector<int32_t>& rows = rows_[size_t(r)];
     if (rows.empty()) continue;
-    const RequestHeader hd{w.layer, int32_t(rows.size()), k, int32_t(H)};
+    const RequestHeader hd{layer, int32_t(rows.size()), k, int32_t(H)};
     std::vector<char>& b = send_[size_t(r)];
     b.resize(sizeof hd + rows.size() * size_t(k) * 4 + rows.size() * size_t(H) * 4);
     char* p = b.data();
@@ -124,21 +196,24 @@ void MpiExecutor::run(const MoeWeights& w, const float* m, int64_t T, int64_t H,
       rc = MPI_Isend(b.data(), int(b.size()), MPI_BYTE, r, kRequest, MPI_COMM_WORLD,
                      &sreq[size_t(r)]);
     if (rc != MPI_SUCCESS)
-      die("sending layer " + std::to_string(w.layer) + " to rank " + std::to_string(r) + ": " +
+      die("sending layer " + std::to_string(layer) + " to rank " + std::to_string(r) + ": " +
           mpi_error(rc));
+    st.messages += 2, st.bytes_out += double(b.size()), st.bytes_back += double(rb.size()) * 4;
   }
+  const auto t_local = Clock::now();
   y_.resize(size_t(T * k * H));
   place_.resize(size_t(T * k));
   for (int64_t s = 0; s < T * k; ++s) place_[size_t(s)] = int32_t(s);
-  for (int e = 0; e < E; e += n_)  // rank 0 owns e mod n == 0
-    run_routed_expert(w.routed[size_t(e)], e, m, T, H, idx, k, buf_, y_.data(), place_.data(),
+  for (int e = 0; routed && e < E; e += n_)  // rank 0 owns e mod n == 0
+    run_routed_expert((*routed)[size_t(e)], e, m, T, H, idx, k, buf_, y_.data(), place_.data(),
                       pool);
-  const auto deadline = Clock::now() + std::chrono::microseconds(int64_t(timeout_s_ * 1e6));
+  const auto t_wait = Clock::now();
+  const auto deadline = t_wait + std::chrono::microseconds(int64_t(timeout_s_ * 1e6));
   for (int r = 1; r < n_; ++r) {
     if (rows_[size_t(r)].empty()) continue;
     if (!wait_until(&sreq[size_t(r)], deadline, "sending to", r) ||
         !wait_until(&rreq[size_t(r)], deadline, "receiving from", r))
-      die("rank " + std::to_string(r) + " did not answer for MoE layer " + std::to_string(w.layer) +
+      die("rank " + std::to_string(r) + " did not answer for MoE layer " + std::to_string(layer) +
           " within " + std::to_string(int(timeout_s_)) +
           " s (--ep-timeout): it died, hangs or its host is unreachable");
     const float* src = recv_[size_t(r)].data();
@@ -149,22 +224,49 @@ void MpiExecutor::run(const MoeWeights& w, const float* m, int64_t T, int64_t H,
           src += H;
         }
   }
+  if (!routed) return;
   add_in_gate_order(y_.data(), weight, T, H, k, out);
+  const auto t_end = Clock::now();
+  auto sec = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  st.calls += 1, st.rows += T;
+  st.total_s += sec(t_start, t_end), st.local_s += sec(t_local, t_wait);
+  st.wait_s += sec(t_wait, t_end);
+}
+
+void MpiExecutor::print_stats() const {
+  for (int i = 0; i < 2; ++i) {
+    const Stats& st = st_[i];
+    if (st.calls == 0) continue;
+    const double n = double(st.calls);
+    std::fprintf(stderr,
+                 "[expert-parallel] %d ranks, %s: %lld MoE layer calls over %lld rows; per call "
+                 "%.1f messages, %.1f KiB out, %.1f KiB back; %.1f us in the executor, of which "
+                 "%.1f us this rank's experts and %.1f us waiting for the others after them\n",
+                 n_, i == 0 ? "one-row (decode) calls" : "calls of several rows",
+                 static_cast<long long>(st.calls), static_cast<long long>(st.rows),
+                 double(st.messages) / n, st.bytes_out / n / 1024, st.bytes_back / n / 1024,
+                 st.total_s / n * 1e6, st.local_s / n * 1e6, st.wait_s / n * 1e6);
+  }
 }
 
 class MpiCluster final : public Cluster {
  public:
-  MpiCluster(int rank, int size, double timeout_s)
-      : rank_(rank), size_(size), timeout_s_(timeout_s) {}
+  MpiCluster(int rank, int size, const ClusterOptions& o)
+      : rank_(rank), size_(size), timeout_s_(o.timeout_s), stats_(o.stats) {}
   ~MpiCluster() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int serve_experts(const std::string& model_dir, int n_threads) override;
   Result<ExpertExecutor*> connect(const std::string& model_dir) override;
+  Result<double> time_exchange(int64_t T, int64_t H, int E, int k, int iters) override {
+    if (!exec_) return Status::error("[expert-parallel] time_exchange before connect");
+    return exec_->time_echo(T, H, E, k, iters);
+  }
 
  private:
   int rank_, size_;
   double timeout_s_;
+  bool stats_;
   bool greeted_ = false;    // rank 0: the hellos were received and answered
   bool connected_ = false;  // rank 0: the expert servers are in their request loop
   std::unique_ptr<MpiExecutor> exec_;
@@ -196,12 +298,11 @@ int MpiCluster::serve_experts(const std::string& dir, int n_threads) {
   auto recv_polled = [](void* buf, int bytes, int tag) -> int {
     MPI_Request req;
     MPI_Irecv(buf, bytes, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req);
-    for (int spins = 0;; ++spins) {
+    for (Backoff b;; b.pause()) {
       int done = 0;
       const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) return rc;
       if (done) return MPI_SUCCESS;
-      if (spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   };
   int32_t go = 0;
@@ -215,11 +316,10 @@ int MpiCluster::serve_experts(const std::string& dir, int n_threads) {
   for (;;) {
     // The next request: probe (polled) for its size, then receive it.
     MPI_Status st;
-    for (int spins = 0;; ++spins) {
+    for (Backoff b;; b.pause()) {
       int flag = 0;
       if (MPI_Iprobe(0, kRequest, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS) return 1;
       if (flag) break;
-      if (spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     int bytes = 0;
     MPI_Get_count(&st, MPI_BYTE, &bytes);
@@ -230,9 +330,11 @@ int MpiCluster::serve_experts(const std::string& dir, int n_threads) {
     RequestHeader hd;
     if (size_t(bytes) < sizeof hd) return 1;
     std::memcpy(&hd, req.data(), sizeof hd);
-    if (hd.layer < 0) return 0;  // stop
+    if (hd.layer == kStopLayer) return 0;
+    const bool echo = hd.layer == kEchoLayer;
     const int64_t rows = hd.rows, k = hd.k, H = hd.hidden;
-    if (hd.layer >= int(md.weights.layers.size()) || md.config.layers[size_t(hd.layer)].dense ||
+    if ((!echo && (hd.layer < 0 || hd.layer >= int(md.weights.layers.size()) ||
+                   md.config.layers[size_t(hd.layer)].dense)) ||
         k != md.config.top_k || H != md.config.hidden ||
         size_t(bytes) != sizeof hd + size_t(rows * k + rows * H) * 4) {
       std::fprintf(stderr, "error: [expert-parallel] rank %d: malformed request (layer %d)\n",
@@ -247,8 +349,8 @@ int MpiCluster::serve_experts(const std::string& dir, int n_threads) {
       if (ids[s] >= 0 && ids[s] < md.config.n_routed && expert_owner(ids[s], size_) == rank_)
         place[size_t(s)] = n_slots++;
     y.resize(size_t(std::max<int64_t>(n_slots * H, 1)));
-    const MoeWeights& w = md.weights.layers[size_t(hd.layer)].moe;
-    for (int e = rank_; e < md.config.n_routed; e += size_)
+    const MoeWeights& w = md.weights.layers[size_t(echo ? 0 : hd.layer)].moe;
+    for (int e = rank_; !echo && e < md.config.n_routed; e += size_)
       run_routed_expert(w.routed[size_t(e)], e, x, rows, H, ids, int(k), buf, y.data(),
                         place.data(), &pool);
     if (MPI_Send(y.data(), int(n_slots * H), MPI_FLOAT, 0, kReply, MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -295,6 +397,7 @@ Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
 }
 
 MpiCluster::~MpiCluster() {
+  if (exec_ && stats_) exec_->print_stats();
   if (rank_ == 0) {
     for (int r = 1; r < size_; ++r) {
       if (!greeted_) {  // the servers still wait for their go
@@ -330,7 +433,7 @@ Result<std::unique_ptr<Cluster>> Cluster::init(const ClusterOptions& opts) {
     MPI_Finalize();
     return Status::error("[expert-parallel] this MPI does not support MPI_THREAD_SERIALIZED");
   }
-  return std::unique_ptr<Cluster>(new MpiCluster(rank, size, opts.timeout_s));
+  return std::unique_ptr<Cluster>(new MpiCluster(rank, size, opts));
 }
 
 }  // namespace inkling::dist
