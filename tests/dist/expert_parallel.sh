@@ -23,6 +23,17 @@ fails=0
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ids_of() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['ids'])" "$1"; }
 
+# The pid of rank R of the mpirun with pid MP, once it runs (empty after 10 s).
+rank_pid() {
+  for _ in $(seq 100); do
+    for p in $(pgrep -P "$1"); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" &&
+        echo "$p" && return
+    done
+    sleep 0.1
+  done
+}
+
 # name model-dir prompt-json [extra generate args]
 check_same() {
   local name=$1 dir=$2 prompt=$3
@@ -45,6 +56,15 @@ check_same() {
     echo "ok: $name -np $NP bit-identical (ids $(ids_of "$TMP/$name.n.json"))"
   fi
 }
+
+# inspect --expert-parallel NP (no MPI): one line per rank, the experts split e mod NP.
+plan=$("$INKLING" inspect -m "$FIX/full/hf" --expert-parallel "$NP")
+if [ "$(grep -c '^  rank [0-9]*: ' <<<"$plan")" != "$NP" ] ||
+  ! grep -q "rank $((NP - 1)): *$((8 / NP)) routed experts" <<<"$plan"; then  # 8 experts
+  bad "inspect --expert-parallel $NP: $plan"
+else
+  echo "ok: inspect --expert-parallel $NP prints $NP ranks"
+fi
 
 # Every fixture at -np 2; at -np 3 (each rank owns a non-contiguous set) the quantized ones.
 check_same f32 "$FIX/full/hf" "$FIX/full/ref/prompt.json"
@@ -78,7 +98,10 @@ EOS
     clients+=($!)
   done
   for c in "${clients[@]}"; do wait "$c" || echo "client failed: $(tail -1 "$TMP/serve.$port")"; done
-  kill -TERM $pid
+  # A graceful stop: SIGTERM to rank 0 (mpirun would end every rank at once).
+  local target=$pid
+  [ "$2" = ep ] && target=$(rank_pid $pid 0)
+  kill -TERM $target
   wait $pid 2>/dev/null
   cat "$TMP/serve.$port.1" "$TMP/serve.$port.2"
 }
@@ -105,15 +128,8 @@ stop_rank() {
   "${MPIRUN[@]}" "${extra[@]}" "$INKLING" generate -m "$FIX/full/hf" --token-ids 1,2,3 \
     -n 1000000 -c 2000000 --logit-bias 498=-100 --temp 0 -t 1 --expert-parallel \
     --ep-timeout 1 >"$TMP/$name.out" 2>"$TMP/$name.err" &
-  local mp=$! victim=""
-  for _ in $(seq 100); do  # the last rank's pid, once it runs
-    sleep 0.1
-    for p in $(pgrep -P $mp); do
-      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$((NP - 1))" &&
-        victim=$p
-    done
-    [ -n "$victim" ] && break
-  done
+  local mp=$!
+  local victim=$(rank_pid $mp $((NP - 1)))
   sleep 0.5
   [ -n "$victim" ] && kill "-$sig" "$victim"
   # Never a hang: give up after 30 s.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -291,6 +292,11 @@ Hello hello_of(const std::string& dir, const Status& load) {
 }
 
 int MpiCluster::serve_experts(const std::string& dir, int n_threads) {
+  // mpirun passes SIGINT / SIGTERM to every rank. An expert server must outlive rank 0's
+  // graceful shutdown (serve finishes the requests in flight), so it ends only on rank 0's stop
+  // message, or by mpirun's SIGKILL when rank 0 is gone.
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   auto model = Model::load(dir);
   const Hello hello = hello_of(dir, model.ok() ? Status::success() : model.status());
   MPI_Send(&hello, sizeof hello, MPI_BYTE, 0, kHello, MPI_COMM_WORLD);
