@@ -21,6 +21,7 @@
 #include "dist/cluster.h"
 #include "dist/expert_plan.h"
 #include "model/model.h"
+#include "ops/machine_hwy.h"
 
 namespace inkling::dist {
 
@@ -34,6 +35,7 @@ struct Hello {
   int32_t ok = 0;
   char host[64] = {};
   char dir[256] = {};  // the model folder as that rank was given it
+  char simd[32] = {};  // the SIMD target its kernels run (another one may round differently)
   char error[512] = {};
 };
 
@@ -277,6 +279,7 @@ Hello hello_of(const std::string& dir, const Status& load) {
   Hello h;
   gethostname(h.host, sizeof h.host - 1);
   std::snprintf(h.dir, sizeof h.dir, "%s", dir.c_str());
+  std::snprintf(h.simd, sizeof h.simd, "%s", simd_target_name().c_str());
   if (load.ok()) {
     auto fp = model_fingerprint(dir);
     if (fp.ok()) {
@@ -379,6 +382,12 @@ Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
       break;
     }
     h.host[sizeof h.host - 1] = h.dir[sizeof h.dir - 1] = h.error[sizeof h.error - 1] = 0;
+    h.simd[sizeof h.simd - 1] = 0;
+    if (h.ok && simd_target_name() != h.simd)
+      std::fprintf(stderr,
+                   "[expert-parallel] warning: rank %d (host %s) runs %s kernels, rank 0 %s: "
+                   "results stay close to one process's but may not be bit-identical\n",
+                   r, h.host, h.simd, simd_target_name().c_str());
     if (!err.empty()) continue;
     if (!h.ok) {
       err = "rank " + std::to_string(r) + " (host " + h.host + ") cannot load " + h.dir + ": " +
