@@ -84,7 +84,7 @@ serve_text() {  # PORT one|ep: prints the texts of two concurrent greedy complet
   [ "$2" = ep ] && flags+=(--expert-parallel --ep-timeout 20)
   "${cmd[@]}" "${flags[@]}" >"$TMP/serve.$port" 2>&1 &
   local pid=$! clients=()
-  for _ in $(seq 100); do grep -q listening "$TMP/serve.$port" && break; sleep 0.1; done
+  for _ in $(seq 100); do grep -qs listening "$TMP/serve.$port" && break; sleep 0.1; done
   for i in 1 2; do
     python3 - "$port" "$i" >"$TMP/serve.$port.$i" 2>&1 <<'EOS' &
 import json, sys, urllib.request
