@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -184,6 +185,9 @@ void MpiExecutor::exchange(int layer, const std::vector<SwiGluWeights>* routed, 
   for (int r = 1; r < n_; ++r) {
     const std::vector<int32_t>& rows = rows_[size_t(r)];
     if (rows.empty()) continue;
+    if (int64_t(rows.size()) * (k + H) * 4 + 16 > INT32_MAX || slots[size_t(r)] * H > INT32_MAX)
+      die("a message for rank " + std::to_string(r) + " would exceed MPI's 2^31 element count (" +
+          std::to_string(T) + " rows): use a smaller prefill chunk");
     const RequestHeader hd{layer, int32_t(rows.size()), k, int32_t(H)};
     std::vector<char>& b = send_[size_t(r)];
     b.resize(sizeof hd + rows.size() * size_t(k) * 4 + rows.size() * size_t(H) * 4);
