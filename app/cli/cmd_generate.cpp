@@ -16,6 +16,7 @@
 #include "base/npy.h"
 #include "commands.h"
 #include "draft_option.h"
+#include "expert_parallel_option.h"
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "inkling/speculative.h"
@@ -45,6 +46,7 @@ struct GenerateArgs {
   bool special = false;  // print control tokens (<|end_message|>, ...) as text
   KvCacheType kv_type = KvCacheType::kF32;
   SamplingOptions sampling;
+  ExpertParallelArgs ep;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -126,6 +128,9 @@ nlohmann::json logprobs_json(const Tokenizer* tok, const std::vector<SampledToke
 
 int run_generate(const GenerateArgs& a) {
   const auto t_start = std::chrono::steady_clock::now();
+  EngineOptions opts;  // first: with --expert-parallel, ranks > 0 only serve experts
+  ExpertParallel ep;
+  if (auto rc = ep.start(a.ep, a.model_dir, a.threads, &opts)) return *rc;
   const bool from_file = a.file_opt->count() > 0;
   const bool text_prompt = a.prompt_opt->count() > 0 || from_file;
   if (int(a.prompt_opt->count() > 0) + int(from_file) + int(a.ids_opt->count() > 0) != 1)
@@ -163,7 +168,6 @@ int run_generate(const GenerateArgs& a) {
                    : Result<std::vector<int32_t>>(tokenizer->encode(prompt_text));
   if (!ids.ok()) return fail(ids.status().message(), 2);
   if (ids->empty()) return fail("the prompt encodes to no tokens", 2);
-  EngineOptions opts;
   opts.n_threads = a.threads;
   opts.max_context = a.ctx_size;
   opts.kv_type = a.kv_type;
@@ -364,6 +368,7 @@ Runner add_generate(CLI::App& app) {
                  "(stderr; with --json a \"logprobs\" array)")
       ->check(CLI::Range(0, 20));
   add_kv_type_option(app, &a->kv_type);
+  add_expert_parallel_options(app, &a->ep);
   add_draft_options(app, &a->draft, &a->draft_vocab,
                     "speculative decoding: K draft tokens per round from the model's MTP depths "
                     "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "

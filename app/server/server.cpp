@@ -443,6 +443,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
   eo.n_threads = opts.threads;
   eo.max_context = opts.ctx_size;  // sessions enforce it too, not only the request checks
   eo.kv_type = opts.kv_type;
+  eo.expert_executor = opts.expert_executor;
   INK_ASSIGN_OR_RETURN(ctx.engine, Engine::load(opts.model_dir, eo));
   INK_ASSIGN_OR_RETURN(ctx.tok, Tokenizer::load(opts.model_dir));
   INK_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::load(opts.model_dir));
