@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS="cmake ninja-build g++ pkg-config clang-format libhwy-dev nlohmann-json3-dev libpcre2-dev libpng-dev libjpeg-dev
       clang libclang-rt-14-dev
-      libcpp-httplib-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev"
+      libcpp-httplib-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev libedit-dev
+      openmpi-bin libopenmpi-dev"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 [ -z "$missing" ] && exit 0

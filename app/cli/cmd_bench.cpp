@@ -15,6 +15,7 @@
 #include "bench_draft.h"
 #include "commands.h"
 #include "draft_option.h"
+#include "expert_parallel_option.h"
 #include "inkling/engine.h"
 #include "kv_option.h"
 #include "model/config.h"
@@ -46,6 +47,7 @@ struct BenchArgs {
   int threads = 0;  // 0: one per CPU this process may use
   int64_t chunk = 256;
   bool json = false;
+  ExpertParallelArgs ep;
   KvCacheType kv_type = KvCacheType::kF32;
   std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
   int batch = 0;  // also time Engine::step over this many sessions, one token each
@@ -162,9 +164,11 @@ double attention_seconds(const ModelConfig& c, int64_t context, KvCacheType kv_t
 int run_bench(const BenchArgs& args) {
   BenchArgs a = args;
   if (a.threads <= 0) a.threads = available_cpus();
+  EngineOptions opts;  // with --expert-parallel, ranks > 0 only serve experts
+  ExpertParallel ep;
+  if (auto rc = ep.start(a.ep, a.model_dir, a.threads, &opts)) return *rc;
   auto cfg = load_config(a.model_dir);
   if (!cfg.ok()) return fail(cfg.status().message());
-  EngineOptions opts;
   opts.n_threads = a.threads;
   opts.prefill_chunk = a.chunk;
   opts.kv_type = a.kv_type;
@@ -315,6 +319,24 @@ int run_bench(const BenchArgs& args) {
     }
   }
 
+  // --expert-parallel: the exchange alone (the other ranks answer at once), per MoE layer.
+  nlohmann::json ep_json;
+  if (dist::Cluster* cl = ep.cluster()) {
+    log("timing the expert-parallel exchange alone");
+    auto one = cl->time_exchange(1, c.hidden, c.n_routed, c.top_k, 200);
+    auto chunk = cl->time_exchange(a.chunk, c.hidden, c.n_routed, c.top_k, 10);
+    if (!one.ok()) return fail(one.status().message());
+    if (!chunk.ok()) return fail(chunk.status().message());
+    int moe_layers = 0;
+    for (const LayerSpec& l : c.layers) moe_layers += !l.dense;
+    ep_json = {{"ranks", cl->size()},
+               {"moe_layers", moe_layers},
+               {"exchange_us_one_row", one.value() * 1e6},
+               {"exchange_us_chunk", chunk.value() * 1e6},
+               {"exchange_ms_per_decode_token", one.value() * moe_layers * 1e3},
+               {"exchange_ms_per_chunk", chunk.value() * moe_layers * 1e3}};
+  }
+
   if (a.json) {
     nlohmann::json j = {{"model_dir", a.model_dir},
                         {"cpu", cpu_model_name()},
@@ -348,6 +370,7 @@ int run_bench(const BenchArgs& args) {
                         {"batch_speedup", a.batch > 0 ? batch_tok_s / decode_tok_s : 0.0},
                         {"projected", projected}};
     if (a.draft > 0) j["speculative"] = spec;
+    if (!ep_json.is_null()) j["expert_parallel"] = ep_json;
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -411,6 +434,14 @@ int run_bench(const BenchArgs& args) {
         static_cast<long long>(p["context"].get<int64_t>()),
         p["attention_ms_per_token"].get<double>(), p["decode_tok_s"].get<double>(),
         p["decode_ratio"].get<double>(), p["vs_measured"].get<double>());
+  if (!ep_json.is_null())
+    std::printf(
+        "expert parallel: %d ranks; exchange alone per MoE layer %.1f us (1 row), %.1f us "
+        "(%lld rows) = %.2f ms per decode token, %.1f ms per chunk over %d MoE layers\n",
+        ep_json["ranks"].get<int>(), ep_json["exchange_us_one_row"].get<double>(),
+        ep_json["exchange_us_chunk"].get<double>(), static_cast<long long>(a.chunk),
+        ep_json["exchange_ms_per_decode_token"].get<double>(),
+        ep_json["exchange_ms_per_chunk"].get<double>(), ep_json["moe_layers"].get<int>());
   return 0;
 }
 
@@ -431,6 +462,7 @@ Runner add_bench(CLI::App& app) {
   app.add_option("--chunk", a->chunk, "prefill chunk (tokens per forward call)")
       ->check(CLI::PositiveNumber);
   add_kv_type_option(app, &a->kv_type);
+  add_expert_parallel_options(app, &a->ep);
   app.add_option("--batch", a->batch,
                  "also time Engine::step over this many sessions at the same context, one token "
                  "each (continuous batching), against the single-session decode")

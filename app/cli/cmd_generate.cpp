@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,22 +16,26 @@
 #include "base/npy.h"
 #include "commands.h"
 #include "draft_option.h"
+#include "expert_parallel_option.h"
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "inkling/speculative.h"
 #include "inkling/tokenizer.h"
 #include "kv_option.h"
 #include "media_attach.h"
+#include "model_path.h"
 #include "sampling_options.h"
 #include "speculative_json.h"
+#include "terminal.h"
 
 namespace inkling::cli {
 
 namespace {
 
 struct GenerateArgs {
-  std::string model_dir, token_ids, prompt, dump_logits, dump_activations;
+  std::string model_dir, token_ids, prompt, prompt_file, dump_logits, dump_activations;
   CLI::Option* prompt_opt = nullptr;  // to tell "not given" from "given empty"
+  CLI::Option* file_opt = nullptr;
   CLI::Option* ids_opt = nullptr;
   int n_predict = 64;
   int threads = 0;
@@ -42,6 +48,7 @@ struct GenerateArgs {
   KvCacheType kv_type = KvCacheType::kF32;
   SamplingOptions sampling;
   MediaArgs media;  // --image / --audio / --upscale
+  ExpertParallelArgs ep;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -122,11 +129,31 @@ nlohmann::json logprobs_json(const Tokenizer* tok, const std::vector<SampledToke
 }
 
 int run_generate(const GenerateArgs& a) {
-  const bool text_prompt = a.prompt_opt->count() > 0;
-  if (text_prompt == (a.ids_opt->count() > 0))
-    return fail("give the prompt either as text (-p) or as --token-ids (exactly one of them)", 2);
+  const auto t_start = std::chrono::steady_clock::now();
+  EngineOptions opts;  // first: with --expert-parallel, ranks > 0 only serve experts
+  ExpertParallel ep;
+  if (auto rc = ep.start(a.ep, a.model_dir, a.threads, &opts)) return *rc;
+  const bool from_file = a.file_opt->count() > 0;
+  const bool text_prompt = a.prompt_opt->count() > 0 || from_file;
+  if (int(a.prompt_opt->count() > 0) + int(from_file) + int(a.ids_opt->count() > 0) != 1)
+    return fail(
+        "give the prompt as text (-p), as a file (-f) or as --token-ids (exactly one of them)", 2);
+  std::string prompt_text = a.prompt;
+  if (from_file) {
+    std::ifstream f(a.prompt_file, std::ios::binary);
+    if (!f) return fail("-f " + a.prompt_file + ": cannot read", 2);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    prompt_text = ss.str();
+  }
+  if (text_prompt && prompt_text.empty())
+    return fail(std::string(from_file ? "-f " + a.prompt_file + ": the file is empty"
+                                      : "-p: the prompt is empty") +
+                    "; give some text, or the prompt as --token-ids",
+                2);
   auto params = a.sampling.resolved();
   if (!params.ok()) return fail(params.status().message(), 2);
+  if (std::string bad = check_model_folder(a.model_dir); !bad.empty()) return fail(bad, 2);
   if (a.draft > 0 && (a.logprobs >= 0 || !a.dump_logits.empty() || !a.dump_activations.empty()))
     return fail("--draft: not available with --logprobs, --dump-logits or --dump-activations", 2);
   if (a.draft > 0 && a.media.any()) return fail("--draft: not available with --image/--audio", 2);
@@ -140,16 +167,20 @@ int run_generate(const GenerateArgs& a) {
     return fail(t.status().message());
   }
   Result<std::vector<int32_t>> ids =
-      a.prompt.empty() ? parse_ids(a.token_ids)
-                       : Result<std::vector<int32_t>>(tokenizer->encode(a.prompt));
+      !text_prompt ? parse_ids(a.token_ids)
+                   : Result<std::vector<int32_t>>(tokenizer->encode(prompt_text));
   if (!ids.ok()) return fail(ids.status().message(), 2);
   if (ids->empty()) return fail("the prompt encodes to no tokens", 2);
-  EngineOptions opts;
   opts.n_threads = a.threads;
   opts.max_context = a.ctx_size;
   opts.kv_type = a.kv_type;
+  BusyIndicator busy("loading " + a.model_dir);
   auto engine = Engine::load(a.model_dir, opts);
+  busy.done();
   if (!engine.ok()) return fail(engine.status().message());
+  Timings timings;
+  timings.load_ms = ms_since(t_start);
+  timings.seed = params->seed;
   const ModelInfo& info = engine.value()->info();
   if (Status s = check_logit_bias(*params, info.unpadded_vocab); !s) return fail(s.message(), 2);
   PromptMedia media;
@@ -223,17 +254,44 @@ int run_generate(const GenerateArgs& a) {
         return fail(s.message());
     last.assign(all->end() - info.unpadded_vocab, all->end());
   } else {
-    auto r = media.media.empty() ? session->prefill(prompt)
-                                 : prefill_media(*engine.value(), *session, prompt, media.media);
-    if (!r.ok()) return fail(r.status().message(), 2);
-    last.assign(r->begin(), r->end());
+    if (!media.media.empty()) {
+      auto r = prefill_media(*engine.value(), *session, prompt, media.media);
+      if (!r.ok()) return fail(r.status().message(), 2);
+      last.assign(r->begin(), r->end());
+    } else {
+      // In chunks of the engine's prefill size (the same forward calls as one prefill() call),
+      // with a progress bar on a terminal when the prompt is long.
+      if (info.max_context > 0 && int64_t(prompt.size()) > info.max_context)
+        return fail("the prompt has " + std::to_string(prompt.size()) +
+                        " tokens, more than the context (" + std::to_string(info.max_context) +
+                        "; -c/--ctx-size sets it)",
+                    2);
+      ProgressBar bar("prompt", int64_t(prompt.size()), "tokens");
+      const size_t chunk = size_t(opts.prefill_chunk);
+      for (size_t i = 0; i < prompt.size(); i += chunk) {
+        auto r = session->prefill(
+            std::span<const int32_t>(prompt).subspan(i, std::min(chunk, prompt.size() - i)));
+        if (!r.ok()) return fail(r.status().message(), 2);
+        if (i + chunk >= prompt.size()) last.assign(r->begin(), r->end());
+        bar.update(int64_t(std::min(prompt.size(), i + chunk)));
+      }
+    }
   }
   const double prefill_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
+  // Generation past the context ends like a length limit (the output so far is printed).
+  bool context_full = false;
+  auto at_limit = [&](int64_t more) {
+    if (info.max_context > 0 && session->position() + more > info.max_context) {
+      context_full = true;
+      return true;
+    }
+    return false;
+  };
   if (speculate) {
     bool done = emit(first);
-    while (!done) {
+    while (!done && !at_limit(spec->n_draft() + 1)) {
       auto r = spec->step(sampler);
       if (!r.ok()) return fail(r.status().message());
       for (int32_t tok : r.value())
@@ -245,7 +303,7 @@ int run_generate(const GenerateArgs& a) {
       SampledToken st = sampler.next(logits);
       const int32_t tok = st.id;
       if (params->logprobs) lps.push_back(std::move(st));
-      if (emit(tok)) break;
+      if (emit(tok) || at_limit(1)) break;
       auto r = session->decode(tok);
       if (!r.ok()) return fail(r.status().message());
       logits = r.value();
@@ -262,9 +320,17 @@ int run_generate(const GenerateArgs& a) {
     text += rest;
     if (!a.json) std::fwrite(rest.data(), 1, rest.size(), stdout);
   }
+  if (context_full && finish == "length" && !a.json)
+    std::fprintf(stderr, "\nnote: the context (%lld tokens) is full; generation stopped\n",
+                 static_cast<long long>(info.max_context));
   const double prefill_tps = double(prompt.size()) / std::max(prefill_s, 1e-9);
   const size_t steps = out.empty() ? 0 : out.size() - 1;  // forward passes after the prefill
   const double decode_tps = steps ? double(steps) / std::max(decode_s, 1e-9) : 0.0;
+  timings.prompt_tokens = int64_t(prompt.size());
+  timings.prompt_ms = prefill_s * 1e3;
+  timings.gen_tokens = int64_t(steps);  // forward passes after the prefill
+  timings.gen_ms = decode_s * 1e3;
+  timings.total_ms = ms_since(t_start);
   if (a.json) {
     nlohmann::json j;
     j["prompt_ids"] = prompt;
@@ -275,6 +341,8 @@ int run_generate(const GenerateArgs& a) {
     j["prefill_tok_s"] = prefill_tps;
     j["decode_tok_s"] = decode_tps;
     if (spec) j["speculative"] = speculative_json(spec->stats());
+    if (context_full) j["context_full"] = true;
+    j["timings"] = timings.json();
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
@@ -283,6 +351,7 @@ int run_generate(const GenerateArgs& a) {
     std::fprintf(stderr,
                  "prefill: %zu tokens, %.1f tok/s; decode: %zu tokens, %.1f tok/s; finish: %s\n",
                  prompt.size(), prefill_tps, steps, decode_tps, finish.c_str());
+    std::fputs(timings.text("").c_str(), stderr);
     if (spec) {
       const SpeculativeStats& st = spec->stats();
       std::fprintf(stderr, "speculative: K=%d, %lld rounds, %.2f tokens per round, acceptance",
@@ -304,6 +373,7 @@ Runner add_generate(CLI::App& app) {
   app.add_option("-m,--model", a->model_dir, "model folder")->required();
   a->prompt_opt = app.add_option("-p,--prompt", a->prompt,
                                  "prompt text (needs the model folder's tokenizer files)");
+  a->file_opt = app.add_option("-f,--file", a->prompt_file, "read the prompt text from FILE");
   a->ids_opt =
       app.add_option("--token-ids", a->token_ids, "prompt as token ids, e.g. 976,9029,328");
   app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")
@@ -321,6 +391,7 @@ Runner add_generate(CLI::App& app) {
       ->check(CLI::Range(0, 20));
   add_kv_type_option(app, &a->kv_type);
   add_media_options(app, &a->media);
+  add_expert_parallel_options(app, &a->ep);
   add_draft_options(app, &a->draft, &a->draft_vocab,
                     "speculative decoding: K draft tokens per round from the model's MTP depths "
                     "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "

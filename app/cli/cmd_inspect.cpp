@@ -6,8 +6,10 @@
 #include <string>
 
 #include "commands.h"
+#include "dist/expert_plan.h"
 #include "inkling/engine.h"
 #include "kv_option.h"
+#include "model_path.h"
 
 namespace inkling::cli {
 
@@ -40,6 +42,24 @@ void print_plan(const ModelInfo& info, int64_t ctx) {
               static_cast<unsigned long long>(p.total()));
 }
 
+// --expert-parallel N: what each rank holds, and what one token costs on the wire per MoE layer.
+void print_expert_plan(const ModelInfo& info, int n) {
+  std::printf("expert parallel over %d ranks (expert e on rank e mod %d; rank 0 runs the rest):\n",
+              n, n);
+  for (const dist::RankPlan& p : dist::plan_ranks(info, n))
+    std::printf("  rank %d: %3d routed experts per MoE layer, %12s experts + %12s other = %s\n",
+                p.rank, p.experts_per_layer_max, human(p.expert_bytes).c_str(),
+                human(p.replicated_bytes).c_str(), human(p.total()).c_str());
+  int moe_layers = 0;
+  for (const std::string& k : info.layer_kinds) moe_layers += k.ends_with("/moe");
+  const dist::ExchangeCost c = dist::exchange_cost(info.hidden, info.n_routed, info.top_k, n);
+  std::printf(
+      "  per token and MoE layer (expected, uniform routing): %.0f bytes out, %.0f bytes back, "
+      "%.1f messages; x %d MoE layers = %.1f KiB and %.0f messages per decode token\n",
+      c.bytes_out, c.bytes_back, c.messages, moe_layers,
+      (c.bytes_out + c.bytes_back) * moe_layers / 1024.0, c.messages * moe_layers);
+}
+
 }  // namespace
 
 Runner add_inspect(CLI::App& app) {
@@ -52,7 +72,13 @@ Runner add_inspect(CLI::App& app) {
                  "scratch)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   add_kv_type_option(app, kv_type.get());
+  auto ep_ranks = std::make_shared<int>(0);
+  app.add_option("--expert-parallel", *ep_ranks,
+                 "also print the plan of `--expert-parallel` over N ranks: bytes per rank and "
+                 "per token on the wire")
+      ->check(CLI::Range(1, 4096));
   return [=]() -> int {
+    if (std::string bad = check_model_folder(*model_dir); !bad.empty()) return fail(bad, 2);
     EngineOptions opts;
     opts.n_threads = 1;
     opts.kv_type = *kv_type;
@@ -100,6 +126,7 @@ Runner add_inspect(CLI::App& app) {
     std::printf("unused:  %zu\n", info.unused.size());
     for (const auto& u : info.unused) std::printf("  %s\n", u.c_str());
     if (*ctx > 0) print_plan(info, *ctx);
+    if (*ep_ranks > 0) print_expert_plan(info, *ep_ranks);
     return 0;
   };
 }

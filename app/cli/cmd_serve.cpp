@@ -14,7 +14,10 @@
 #include "../server/server.h"
 #include "commands.h"
 #include "draft_option.h"
+#include "expert_parallel_option.h"
 #include "kv_option.h"
+#include "model_path.h"
+#include "terminal.h"
 
 namespace inkling::cli {
 
@@ -113,11 +116,14 @@ Runner add_serve(CLI::App& app) {
       app, &o->draft, &o->draft_vocab,
       "speculative decoding with K MTP drafts per round (requests asking for logprobs "
       "decode plainly; no prefix-cache reuse for speculative requests); 0 = off");
+  auto ep_args = std::make_shared<ExpertParallelArgs>();
+  add_expert_parallel_options(app, ep_args.get());
   app.add_flag("-v,--verbose", o->verbose, "log each request to stderr");
   // TEST ONLY: forced outputs for deterministic end-to-end tests (docs/api.md, "Testing").
   app.add_option("--test-script", o->test_script)->group("");
-  return [o, key_file]() -> int {
+  return [o, key_file, ep_args]() -> int {
     if (auto st = resolve_api_key(*key_file, &o->api_key); !st.ok()) return fail(st.message());
+    if (std::string bad = check_model_folder(o->model_dir); !bad.empty()) return fail(bad, 2);
 #ifdef __GLIBC__
     // Request bodies (up to --max-body-bytes) and per-request buffers are allocated by many
     // connection threads. A fixed mmap threshold returns each large buffer to the system when
@@ -130,7 +136,15 @@ Runner add_serve(CLI::App& app) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread started below
+    // With --expert-parallel, ranks > 0 only serve experts; rank 0 serves HTTP and runs every
+    // scheduler step with the experts spread over the ranks.
+    ExpertParallel ep;
+    EngineOptions eo;
+    if (auto rc = ep.start(*ep_args, o->model_dir, o->threads, &eo)) return *rc;
+    o->expert_executor = eo.expert_executor;
+    BusyIndicator busy("loading " + o->model_dir);
     auto srv = server::Server::create(*o);
+    busy.done();
     if (!srv.ok()) return fail(srv.status().message());
     auto port = srv.value()->bind();
     if (!port.ok()) return fail(port.status().message());

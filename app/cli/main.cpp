@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   using namespace inkling::cli;
   CLI::App app{"inkling: run Thinking Machines' Inkling models on CPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("inkling ") + INKLING_VERSION);
+  // Every option's --help line shows its default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
   std::map<CLI::App*, Runner> runners;
   auto reg = [&](const char* name, const char* help, Runner (*add)(CLI::App&)) {
     CLI::App* sub = app.add_subcommand(name, help);

@@ -33,9 +33,4 @@ Result<PromptMedia> attach_media(const Engine& engine, std::vector<int32_t> ids,
 Result<MediaEmbedding> encode_file(const Engine& engine, bool image, const std::string& path,
                                    const MediaOptions& opts);
 
-// Expands the placeholders of `ids` (one per attachment, in order) and sets rows[i] to the tower
-// row of each expanded position (null elsewhere).
-Status media_rows(const Engine& engine, std::vector<int32_t>& ids,
-                  const std::vector<MediaEmbedding>& media, std::vector<const float*>* rows);
-
 }  // namespace inkling::cli

@@ -10,6 +10,7 @@
 #include "context.h"
 #include "inkling/speculative.h"
 #include "listener.h"
+#include "web_ui.h"
 
 namespace inkling::server {
 
@@ -63,9 +64,14 @@ Status load_script(Context& ctx, const std::string& path) {
 }
 
 const char* route_label(const std::string& path) {
-  static const char* kRoutes[] = {
-      "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
-      "/detokenize"};
+  static const char* kRoutes[] = {"/v1/chat/completions",
+                                  "/v1/completions",
+                                  "/v1/models",
+                                  "/health",
+                                  "/metrics",
+                                  "/tokenize",
+                                  "/detokenize",
+                                  "/"};
   for (const char* r : kRoutes)
     if (path == r) return r;
   return "other";
@@ -114,7 +120,8 @@ constexpr Route kRouteTable[] = {{"/v1/chat/completions", "POST"},
                                  {"/detokenize", "POST"},
                                  {"/v1/models", "GET"},
                                  {"/health", "GET"},
-                                 {"/metrics", "GET"}};
+                                 {"/metrics", "GET"},
+                                 {"/", "GET"}};
 
 const Route* find_route(const std::string& path) {
   for (const Route& r : kRouteTable)
@@ -329,6 +336,7 @@ void install_routes(Server::Impl& s) {
     }
     res.set_content(text, "text/plain; version=0.0.4");
   });
+  install_web_ui(http);
   http.Options(".*", [](const httplib::Request&, httplib::Response& res) {
     res.status = 204;
     res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
@@ -369,7 +377,7 @@ void install_routes(Server::Impl& s) {
       res.set_header("Allow", want == "GET" ? "GET, HEAD, OPTIONS" : want + ", OPTIONS");
       return refuse(req, res, e);
     }
-    if (!ctx.opts.api_key.empty() && req.path != "/health") {
+    if (!ctx.opts.api_key.empty() && req.path != "/health" && req.path != "/") {
       const std::string auth = req.get_header_value("Authorization");
       if (!authorized(auth, ctx.opts.api_key)) {
         ApiError e;
@@ -435,6 +443,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
   eo.n_threads = opts.threads;
   eo.max_context = opts.ctx_size;  // sessions enforce it too, not only the request checks
   eo.kv_type = opts.kv_type;
+  eo.expert_executor = opts.expert_executor;
   INK_ASSIGN_OR_RETURN(ctx.engine, Engine::load(opts.model_dir, eo));
   INK_ASSIGN_OR_RETURN(ctx.tok, Tokenizer::load(opts.model_dir));
   INK_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::load(opts.model_dir));

@@ -20,9 +20,10 @@ struct ServerOptions {
   int64_t ctx_size = 0;  // per slot; 0 = the model's model_max_length (capped at 32768)
   std::string api_key;   // empty = no authentication
   int threads = 0;       // engine threads; 0 = all
-  KvCacheType kv_type = KvCacheType::kF32;  // KV cache element type (--kv-type)
-  size_t max_queue = 64;                    // requests waiting beyond the slots before 503
-  int64_t batch_tokens = 512;               // prompt tokens per scheduler step
+  ExpertExecutor* expert_executor = nullptr;  // --expert-parallel (not owned), else null
+  KvCacheType kv_type = KvCacheType::kF32;    // KV cache element type (--kv-type)
+  size_t max_queue = 64;                      // requests waiting beyond the slots before 503
+  int64_t batch_tokens = 512;                 // prompt tokens per scheduler step
   size_t prefix_cache_mb = 1024;
   size_t max_body_bytes = size_t(8) << 20;  // decoded (after chunked / gzip / br) request body
   size_t max_body_memory_mb = 256;          // request bodies of all connections together

@@ -16,6 +16,8 @@
 
 namespace inkling {
 
+class ExpertExecutor;  // src/model/expert_executor.h (expert parallelism, src/dist)
+
 // Element type of the KV cache: f32 is exact (the reference's own precision); bf16 halves the
 // cache and the bytes a long-context decode step reads, rounding each cached key and value once.
 enum class KvCacheType : uint8_t { kF32, kBF16 };
@@ -30,6 +32,9 @@ struct EngineOptions {
   // model_max_length), unlimited when the config has neither.
   int64_t max_context = 0;
   KvCacheType kv_type = KvCacheType::kF32;
+  // Expert parallelism (docs/scale-out.md): when set, every MoE layer's routed experts run
+  // through this executor (not owned; it must outlive the engine). Null: all run here.
+  ExpertExecutor* expert_executor = nullptr;
 };
 
 // A summary of the loaded model for programs (inspect, servers).
@@ -42,6 +47,7 @@ struct ModelInfo {
   int64_t unpadded_vocab = 0;  // width of the logits
   int64_t max_context = 0;     // sessions refuse input beyond this many tokens (0 = unlimited)
   int hidden = 0, n_layers = 0;
+  int n_routed = 0, top_k = 0;           // routed experts per MoE layer and experts per token
   std::vector<std::string> layer_kinds;  // per layer: "sliding/dense", "global/moe", ...
   std::vector<int32_t> eos_ids;
   // Multi-token-prediction draft depths: per depth declared by the config "banded" or "global";

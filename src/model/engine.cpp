@@ -92,6 +92,8 @@ ModelInfo describe(const Model& m, const std::string& dir) {
   info.unpadded_vocab = c.unpadded_vocab;
   info.hidden = c.hidden;
   info.n_layers = c.n_layers;
+  info.n_routed = c.n_routed;
+  info.top_k = c.top_k;
   info.eos_ids = c.eos_ids;
   info.n_tensors = m.n_tensors;
   info.dropped = m.layout.dropped;
@@ -245,6 +247,12 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
     return Status::error("[load] prefill_chunk = " + std::to_string(opts.prefill_chunk) +
                          " exceeds the supported maximum " + std::to_string(kMaxPrefillChunk));
   INK_ASSIGN_OR_RETURN(auto model, Model::load(model_dir));
+  if (opts.expert_executor)
+    for (size_t l = 0; l < model->weights.layers.size(); ++l) {
+      MoeWeights& moe = model->weights.layers[l].moe;
+      moe.executor = opts.expert_executor;
+      moe.layer = int(l);
+    }
   std::shared_ptr<Engine> e(new Engine());
   e->impl_ = std::make_unique<Impl>();
   e->impl_->opts = opts;

@@ -2,6 +2,8 @@
 // its contributions in the order transformers' index_add_ applies them.
 #include "model/moe.h"
 
+#include "model/expert_executor.h"
+
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -63,10 +65,15 @@ void route_tokens(const ModelConfig& c, const MoeWeights& w, const float* m, int
 }
 
 // Step 2: each chosen expert runs once over all of its tokens; weighted results are added into
-// out [T, H] (zeroed here).
+// out [T, H] (zeroed here). With an executor attached (expert parallelism) it does the same
+// elsewhere and combines in the same order.
 void experts(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
              float* out, ThreadPool* pool) {
   const int64_t H = c.hidden, I = c.moe_width, k = c.top_k;
+  if (w.executor) {
+    w.executor->run(w, m, T, H, s.route_idx.data(), s.route_w.data(), c.top_k, out, pool);
+    return;
+  }
   std::memset(out, 0, size_t(T * H) * sizeof(float));
   for (int64_t e = 0; e < c.n_routed; ++e) {
     int64_t n = 0;
@@ -106,6 +113,39 @@ void combine(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t 
 }
 
 }  // namespace
+
+int64_t run_routed_expert(const SwiGluWeights& w, int32_t e, const float* m, int64_t T, int64_t H,
+                          const int32_t* idx, int k, ExpertBuffers& b, float* y,
+                          const int32_t* place, ThreadPool* pool) {
+  const int64_t I = w.gate.rows;
+  b.slots.clear();
+  for (int64_t t = 0; t < T; ++t)
+    for (int j = 0; j < k; ++j)
+      if (idx[t * k + j] == e) b.slots.push_back(int32_t(t * k + j));
+  const int64_t n = int64_t(b.slots.size());
+  if (n == 0) return 0;
+  if (b.in.size() < size_t(n * H)) b.in.resize(size_t(n * H)), b.out.resize(size_t(n * H));
+  if (b.gu.size() < size_t(n * 2 * I)) b.gu.resize(size_t(n * 2 * I));
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(b.in.data() + i * H, m + (b.slots[size_t(i)] / k) * H, size_t(H) * sizeof(float));
+  swiglu(w, b.in.data(), n, H, I, b.gu.data(), nullptr, 0, b.out.data(), pool);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(y + int64_t(place[b.slots[size_t(i)]]) * H, b.out.data() + i * H,
+                size_t(H) * sizeof(float));
+  return n;
+}
+
+void add_in_gate_order(const float* y, const float* weight, int64_t T, int64_t H, int k,
+                       float* out) {
+  std::memset(out, 0, size_t(T * H) * sizeof(float));
+  for (int64_t t = 0; t < T; ++t)
+    for (int j = 0; j < k; ++j) {
+      const float wt = weight[t * k + j];
+      float* o = out + t * H;
+      const float* yr = y + (t * k + j) * H;
+      for (int64_t h = 0; h < H; ++h) o[h] += yr[h] * wt;  // as experts() adds
+    }
+}
 
 void moe_block(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T, Scratch& s,
                float* out, ThreadPool* pool, const Tap& tap) {

@@ -15,6 +15,8 @@
 
 namespace inkling {
 
+class ExpertExecutor;
+
 struct AttentionWeights {
   MatView q, k, v, r, o;        // [nH*hd, H], [nKV*hd, H] x2, [nH*d_rel, H], [H, nH*hd]
   std::vector<float> q_norm;    // [hd]
@@ -34,6 +36,10 @@ struct MoeWeights {
   float router_scale = 1;             // router global_scale
   std::vector<SwiGluWeights> routed;  // E experts, width I
   std::vector<SwiGluWeights> shared;  // S experts, width I
+  // Where the routed experts run: null = here; else an expert-parallel executor (src/dist), set
+  // by Engine::load from EngineOptions, with `layer` the trunk layer index it sends along.
+  ExpertExecutor* executor = nullptr;
+  int layer = -1;
 };
 
 struct LayerWeights {

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "../common/fixtures.h"
+#include "../common/sanitizers.h"
 #include "inkling/speculative.h"
 #include "model/mtp.h"
 
@@ -384,12 +385,12 @@ void check_distribution(int64_t draft_vocab, int N) {
 }
 
 TEST(Speculative, TemperatureSamplingKeepsTheTrunkDistribution) {
-  check_distribution(0, 3000);
+  check_distribution(0, test::samples(3000, 4));
 }
 
 // Drafts from the first 250 ids only (q is zero beyond): still the trunk's distribution.
 TEST(Speculative, TemperatureSamplingWithADraftVocabulary) {
-  check_distribution(250, 2000);
+  check_distribution(250, test::samples(2000, 4));
 }
 
 }  // namespace

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Drives the chat page of `inkling serve` in headless Chromium (Debian `chromium` and
+`chromium-driver`, selenium from pip; no browser download) as a user would:
+
+  1. load the page, send a message to the demo model, see the streamed answer with its
+     reasoning block and its tokens/s line, expand the reasoning;
+  2. change the effort to `none` and see an answer without reasoning;
+  3. reload and find the conversation again (local storage);
+  4. press Stop in the middle of a long (scripted) answer;
+  5. Markdown from the model is rendered, never executed (a scripted answer with HTML in it);
+  6. screenshots at desktop and phone width (docs/chat-page.png is chat-page-reasoning.png).
+
+    python3 tools/test_chat_page_browser.py --inkling build/inkling --out build/chat-page-shots
+
+Exit 0 when every check passes, 77 when chromium, chromedriver or selenium is missing (skipped).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def start_server(inkling, model, extra=()):
+    p = subprocess.Popen([inkling, "serve", "-m", model, "--port", "0", "-t", "2", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline()
+    if "listening on" not in line:
+        p.kill()
+        raise SystemExit("server did not start: " + line)
+    return p, int(line.rsplit(":", 1)[1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inkling", default=os.path.join(ROOT, "build/inkling"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "models/inkling-demo"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build/chat-page-shots"))
+    args = ap.parse_args()
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+        from selenium.common.exceptions import StaleElementReferenceException
+        from selenium.webdriver.support.ui import Select
+        from selenium.webdriver.support.ui import WebDriverWait as Wait
+    except ImportError:
+        print("SKIP: selenium is not installed (pip install selenium)")
+        return 77
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_bin = shutil.which("chromedriver")
+    if not chromium or not driver_bin:
+        print("SKIP: chromium / chromedriver not installed (apt-get install chromium chromium-driver)")
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="inkling_page_")
+    script = os.path.join(work, "script.json")
+    with open(script, "w") as f:  # the first entry found in the rendered prompt answers
+        json.dump([{"when": "a long story", "output":  # thousands of tokens: time to press Stop
+                    "<|message_model|><|content_text|>" + "Once upon a time. " * 1500 +
+                    "<|end_message|><|content_model_end_sampling|>"},
+                   {"when": "markdown please", "output":
+                    "<|message_model|><|content_text|># Title\n\nSome **bold** and `code`, "
+                    "<img src=x onerror=\"window.pwned=1\"> and [a link](javascript:window.pwned=2)."
+                    "\n\n```python\nprint('<b>hi</b>')\n```\n<|end_message|>"
+                    "<|content_model_end_sampling|>"},
+                   {"when": "weather in Paris", "output":
+                    "<|content_thinking|>Let me check.<|end_message|><|message_model|>get_weather"
+                    "<|content_invoke_tool_json|>{\"name\":\"get_weather\",\"args\":"
+                    "{\"city\":\"Paris\"}}<|end_message|><|content_model_end_sampling|>"}], f)
+    demo, demo_port = start_server(args.inkling, args.model, ["--test-script", script])
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1200,860", f"--user-data-dir={work}/profile"):
+        opts.add_argument(a)
+    driver = webdriver.Chrome(service=Service(driver_bin), options=opts)
+    failures = []
+
+    def check(cond, what):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            failures.append(what)
+
+    def send(text):
+        box = driver.find_element(By.ID, "input")
+        box.send_keys(text)
+        box.send_keys(Keys.ENTER)
+
+    def WebDriverWait(drv, timeout):  # the page redraws a streaming answer every frame
+        return Wait(drv, timeout, ignored_exceptions=[StaleElementReferenceException])
+
+    def setting(field, value):  # Settings are in a collapsed <details> of the sidebar
+        driver.execute_script(
+            "const e = document.getElementById(arguments[0]); e.value = arguments[1];"
+            "e.dispatchEvent(new Event('change'));", field, value)
+
+    def answers():
+        return driver.find_elements(By.CSS_SELECTOR, ".msg.assistant")
+
+    def wait_done(n, timeout=60):
+        WebDriverWait(driver, timeout).until(
+            lambda d: len(answers()) >= n and answers()[n - 1].get_attribute("data-done") == "1")
+        return answers()[n - 1]
+
+    try:
+        base = f"http://127.0.0.1:{demo_port}/"
+        driver.get(base)
+        check(driver.title.endswith("inkling chat"), "page loads: " + driver.title)
+        setting("temp", "0")  # greedy: the demo model's answers are then fixed
+        # 1. a streamed answer with reasoning (the template's default effort)
+        send("Give me a verse about light")
+        a = wait_done(1)
+        body = a.find_element(By.CLASS_NAME, "body").text
+        check(len(body.split()) >= 4, "answer has words: " + body[:80])
+        stats = a.find_element(By.CLASS_NAME, "stats").text
+        check("tokens/s" in stats, "tokens/s under the answer: " + stats)
+        details = a.find_elements(By.CSS_SELECTOR, "details.reasoning")
+        check(len(details) == 1, "reasoning block present")
+        if details:
+            check(details[0].get_attribute("open") is None, "reasoning collapsed by default")
+            details[0].find_element(By.TAG_NAME, "summary").click()
+            check(details[0].get_attribute("open") is not None, "reasoning expands")
+            check(len(details[0].find_element(By.CLASS_NAME, "text").text) > 0, "reasoning text")
+        send("Tell me a fortune")
+        wait_done(2)
+        # 2. a new chat at effort none: no reasoning
+        driver.find_element(By.ID, "new").click()
+        Select(driver.find_element(By.ID, "effort")).select_by_value("none")
+        send("Give me a verse about light")
+        a = wait_done(1)
+        check(not a.find_elements(By.CSS_SELECTOR, "details.reasoning"), "effort none: no reasoning")
+        # tool calls are shown with their name and arguments
+        send("What is the weather in Paris?")
+        a = wait_done(2)
+        tools = a.find_elements(By.CLASS_NAME, "tool")
+        check(len(tools) == 1 and "get_weather" in tools[0].text and "Paris" in tools[0].text,
+              "tool call shown: " + (tools[0].text if tools else "none"))
+        # 5. Markdown rendered, model HTML inert
+        send("markdown please")
+        a = wait_done(3)
+        check(bool(a.find_elements(By.CSS_SELECTOR, ".body h1")), "heading rendered")
+        check(bool(a.find_elements(By.CSS_SELECTOR, ".body .code pre code")), "code block rendered")
+        check(not a.find_elements(By.CSS_SELECTOR, ".body img"), "no <img> from model text")
+        check(not a.find_elements(By.CSS_SELECTOR, ".body a"), "no javascript: link")
+        check(driver.execute_script("return window.pwned === undefined"), "nothing executed")
+        check("<img" in a.find_element(By.CLASS_NAME, "body").text, "HTML shown as text")
+        driver.save_screenshot(os.path.join(args.out, "chat-page-desktop.png"))
+        # 3. reload: the conversation is still there
+        driver.refresh()
+        WebDriverWait(driver, 10).until(lambda d: len(answers()) == 3)
+        check("Title" in driver.find_element(By.ID, "log").text, "the open chat is restored")
+        chats = driver.find_elements(By.CSS_SELECTOR, "#chats .open")
+        check(len(chats) == 2 and all("verse about light" in c.get_attribute("title") for c in chats),
+              "both conversations listed after reload")
+        chats[1].click()  # the first conversation, with its two answers
+        WebDriverWait(driver, 10).until(lambda d: len(answers()) == 2 and
+                                        "fortune" in d.find_element(By.ID, "log").text)
+        check(True, "an older conversation opens")
+        driver.save_screenshot(os.path.join(args.out, "chat-page-reasoning.png"))
+        check(Select(driver.find_element(By.ID, "effort")).first_selected_option.text == "none",
+              "effort kept after reload")
+        # phone width
+        driver.set_window_size(390, 844)
+        time.sleep(0.3)
+        check(not driver.find_element(By.ID, "side").is_displayed() or
+              driver.find_element(By.ID, "side").rect["x"] < 0, "sidebar hidden at phone width")
+        driver.save_screenshot(os.path.join(args.out, "chat-page-phone.png"))
+        driver.find_element(By.ID, "menu").click()
+        time.sleep(0.3)
+        check(driver.find_element(By.ID, "side").rect["x"] >= -1, "menu opens the sidebar")
+        driver.find_element(By.ID, "new").click()
+        driver.set_window_size(1200, 860)
+        # 4. stop a long answer (a scripted story of some 6000 tokens)
+        setting("maxtok", "8000")
+        send("Tell me a long story")
+        # Wait for the first streamed text (reasoning or answer), then stop.
+        WebDriverWait(driver, 60).until(lambda d: answers() and (
+            answers()[-1].find_elements(By.CSS_SELECTOR, "details.reasoning") or
+            answers()[-1].find_element(By.CLASS_NAME, "body").text.strip()))
+        check(driver.find_element(By.ID, "stop").is_displayed(), "Stop button shown while streaming")
+        driver.find_element(By.ID, "stop").click()
+        a = wait_done(len(answers()), 20)
+        st = a.find_element(By.CLASS_NAME, "stats").text
+        check("stopped" in st and "tokens" in st, "Stop ends the answer mid-way: " + st)
+        check(not driver.find_element(By.ID, "stop").is_displayed(), "Stop button hidden again")
+        # keyboard: the input has focus after an answer
+        check(driver.switch_to.active_element.get_attribute("id") == "input", "focus back in input")
+    finally:
+        driver.quit()
+        demo.terminate()
+        demo.wait(timeout=20)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"screenshots in {args.out}")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
