@@ -23,7 +23,6 @@ namespace {
 // Kernels by name, as the sets below combine them.
 constexpr Kernel kHwyMatvec{"hwy matvec", hwy_matvec_rows};
 constexpr Kernel kHwyGemm{"hwy gemm", hwy_gemm_rows};
-constexpr Kernel kScalarDot{"scalar dot", dense_dot_rows};
 constexpr Kernel kScalarWiden{"scalar widen", dense_widen_rows};
 constexpr Kernel kHwyQuant{"hwy quant", quant_matmul_rows};
 constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
