@@ -3,16 +3,14 @@
 // tokens; one trunk forward over K+1 rows (the last accepted token + the drafts) verifies them.
 // Greedy (temperature 0): the longest prefix of drafts equal to the trunk's argmax is kept plus
 // the trunk's token at the first mismatch, so the output is token-identical to plain greedy
-// decoding, up to one caveat: the verify pass's multi-row kernels sum in another order than
-// one-row decoding, so its logits differ by float rounding (about 1e-6 of the logits); a top-2
-// margin that small could pick the other token (every fixture and demo prompt tested is
-// identical). Bitwise identity needs row-invariant kernels. Temperature > 0: standard speculative
-// rejection sampling against the stored draft distributions (accept draft x with probability min(1,
-// p(x)/q(x)), else draw from max(0, p - q) normalised), so every token is distributed as the
-// trunk's sampler would draw it. Rejected rows are rolled back without a replay: the trunk's KV
-// positions are truncated and its four conv states per layer restored from the verify pass's saved
-// conv inputs; each depth keeps its own KV/conv history over the whole sequence and re-runs its
-// rows that read drafts.
+// decoding, always: the kernels are row-count invariant up to 16 rows (ops/formats.h), so each
+// verify row's logits are bitwise those of a one-row decode step (K <= 15; step_batch too).
+// Temperature > 0: standard speculative rejection sampling against the stored draft
+// distributions (accept draft x with probability min(1, p(x)/q(x)), else draw from
+// max(0, p - q) normalised), so every token is distributed as the trunk's sampler would draw it.
+// Rejected rows are rolled back without a replay: the trunk's KV positions are truncated and its
+// four conv states per layer restored from the verify pass's saved conv inputs; each depth keeps
+// its own KV/conv history over the whole sequence and re-runs its rows that read drafts.
 #pragma once
 
 #include <cstdint>

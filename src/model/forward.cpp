@@ -5,6 +5,7 @@
 
 #include "model/layer.h"
 #include "model/model.h"
+#include "ops/formats.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/quant.h"
@@ -60,6 +61,10 @@ void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& 
   int64_t T = 0;
   for (size_t i = 0; i < n_segs; ++i) T += segs[i].n;
   INK_CHECK(T > 0 && T <= s.chunk);
+  // A batch of decode / verify segments: every row gets the bits it gets alone (ops/matmul.h).
+  bool small = n_segs > 1;
+  for (size_t i = 0; i < n_segs; ++i) small = small && segs[i].n <= kFewMaxTokens;
+  const RowInvariantScope row_invariant(small);
   const Tap tap{observer, ""};
   float* x = s.x.data();
   int64_t off = 0;

@@ -19,6 +19,13 @@
 
 #include <hwy/contrib/math/math-inl.h>
 
+#ifndef INKLING_ATTENTION_CONSTANTS
+#define INKLING_ATTENTION_CONSTANTS  // once, not per Highway target
+namespace inkling {
+constexpr int64_t kDecBk = 32;  // decode path: keys per block (blocks at multiples of it)
+}  // namespace inkling
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace inkling {
 namespace HWY_NAMESPACE {
@@ -244,7 +251,6 @@ void AttentionItems(const float* q, const float* r, int64_t T, int64_t pos0, con
 // K and one for V (head-major blocks touched a new page per key and head, which the hardware
 // prefetcher could not follow: 1.9x slower at 32k keys). Items leave partials (running max m,
 // sum l, unnormalised acc) per query row; attention() merges an item row's key ranges.
-constexpr int64_t kDecBk = 32;  // keys per block
 
 // Floats of scratch one thread needs for DecodeItem: scaled queries, bias tables, scores.
 int64_t DecodeScratchFloats(int64_t T, const AttentionShape& s) {
@@ -414,15 +420,20 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
 // [nkv * hs / hsplits, nkv * (hs + 1) / hsplits) and keys [lo + n * ks / ksplits,
 // lo + n * (ks + 1) / ksplits) of the n = t_last + 1 - lo attended keys; its partials go to
 // parts + ks * part_size. `scratch` holds DecodeScratchFloats(T, s) floats.
+// Items of (kv head range, key split); key split ks covers the absolute key range
+// [max(lo, (ks0 + ks) * split), min(pos0 + T, (ks0 + ks + 1) * split)), lo and split multiples of
+// kDecBk.
 void DecodeItems(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
-                 const float* P, const AttentionShape& s, int64_t lo, int64_t hsplits,
-                 int64_t ksplits, float* parts, float* scratch, size_t b, size_t e) {
-  const int64_t n = pos0 + T - lo, nkv = s.n_kv_heads;
+                 const float* P, const AttentionShape& s, int64_t lo, int64_t split, int64_t ks0,
+                 int64_t hsplits, int64_t ksplits, float* parts, float* scratch, size_t b,
+                 size_t e) {
+  const int64_t nkv = s.n_kv_heads;
   const int64_t part_size = T * s.n_heads * (2 + s.head_dim);
   for (size_t item = b; item < e; ++item) {
     const int64_t hs = int64_t(item) / ksplits, ks = int64_t(item) % ksplits;
     const int64_t g0 = nkv * hs / hsplits, g1 = nkv * (hs + 1) / hsplits;
-    const int64_t k0 = lo + n * ks / ksplits, k1 = lo + n * (ks + 1) / ksplits;
+    const int64_t k0 = std::max(lo, (ks0 + ks) * split);
+    const int64_t k1 = std::min(pos0 + T, (ks0 + ks + 1) * split);
     float* part = parts + ks * part_size;
     if (kv.type == KvType::kBF16)
       DecodeItem<uint16_t>(q, r, T, pos0, kv, P, s, g0, g1, k0, k1, part, scratch);
@@ -438,8 +449,15 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace inkling {
 
-constexpr int64_t kDecodeMaxT = 4;       // chunks of up to this many queries take the decode path
-constexpr int64_t kMinSplitKeys = 1024;  // keys per split-K range at least
+// Chunks of up to this many queries take the decode path: decode, speculative verification and
+// the rows of batched decode all do, so a query's result does not depend on the chunk it is in.
+constexpr int64_t kDecodeMaxT = 16;
+// Keys per split-K range: ranges are fixed absolute key intervals (not a share of the context),
+// and key blocks are aligned to absolute multiples of kDecBk, so every query sees the same blocks
+// and splits whether it runs alone or with later queries of its chunk (whose extra keys it masks:
+// a wholly masked block or range leaves its softmax state untouched). That makes the decode path
+// row-count invariant, bitwise (ops/formats.h).
+constexpr int64_t kSplitKeys = 512;
 
 HWY_EXPORT(AttentionItems);
 HWY_EXPORT(DecodeItems);
@@ -457,26 +475,26 @@ namespace {
 void attention_decode(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
                       const float* P, const AttentionShape& s, float* out, ThreadPool* pool) {
   const int64_t hd = s.head_dim, nh = s.n_heads, nkv = s.n_kv_heads, rows = T * nh;
-  const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos0 - s.window + 1) : 0;
-  const int64_t n = pos0 + T - lo;
-  // Long contexts: one key range per thread, every kv head (pages streamed in order). Short
-  // ones: kv heads split over the threads.
+  const int64_t lo =
+      (s.window > 0 ? std::max<int64_t>(0, pos0 - s.window + 1) : 0) / kDecBk * kDecBk;
+  // Long contexts: many key ranges, spread over the threads with every kv head (pages streamed
+  // in order). Short ones: kv heads split over the threads.
   const int64_t threads = pool ? pool->size() : 1;
-  const int64_t ksplits = std::clamp<int64_t>(n / kMinSplitKeys, 1, threads);
+  const int64_t ks0 = lo / kSplitKeys, ksplits = (pos0 + T - 1) / kSplitKeys - ks0 + 1;
   const int64_t hsplits = std::clamp<int64_t>(threads / ksplits, 1, nkv);
   const int64_t part_size = rows * (2 + hd), items = hsplits * ksplits;
   const int64_t units = std::min(threads, items);
   const int64_t scratch = HWY_DYNAMIC_DISPATCH(DecodeScratchFloats)(T, s);
-  // Partials and one scratch area per unit of work, all owned by the calling thread and sized
-  // by the thread count: workers never touch the heap, a growing context never reallocates.
+  // Partials per key range and one scratch area per unit of work, all owned by the calling
+  // thread: workers never touch the heap.
   thread_local std::vector<float> buf;
-  const size_t need = size_t(threads * (part_size + scratch));
+  const size_t need = size_t(ksplits * part_size + units * scratch);
   if (buf.size() < need) buf.resize(need);
-  float *pp = buf.data(), *sp = pp + threads * part_size;
+  float *pp = buf.data(), *sp = pp + ksplits * part_size;
   // Units: static contiguous ranges of items, one per thread, each with its own scratch.
   auto run = [&](size_t ub, size_t ue) {
     for (size_t u = ub; u < ue; ++u) HWY_DYNAMIC_DISPATCH(DecodeItems)
-    (q, r, T, pos0, kv, P, s, lo, hsplits, ksplits, pp, sp + int64_t(u) * scratch,
+    (q, r, T, pos0, kv, P, s, lo, kSplitKeys, ks0, hsplits, ksplits, pp, sp + int64_t(u) * scratch,
      size_t(items * int64_t(u) / units), size_t(items * int64_t(u + 1) / units));
   };
   if (pool)

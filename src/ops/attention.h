@@ -60,7 +60,8 @@ float log_position_tau(int64_t pos, double log_floor, double log_alpha);
 
 // q: [T, n_heads*head_dim] normalised queries; r: [T, n_heads*d_rel]; P: [d_rel, R];
 // out: [T, n_heads*head_dim]. Parallel on `pool` over (kv head, query block) items, or for
-// T <= 4 (decode) over (kv head, key range) items whose partial softmaxes are merged.
+// T <= 16 (decode, verification) over (kv head, key range) items whose partial softmaxes are
+// merged; on that path a query's result is bitwise independent of T (attention.cpp).
 void attention(const float* q, const float* r, int64_t T, int64_t pos0, const KvView& kv,
                const float* P, const AttentionShape& s, float* out, ThreadPool* pool);
 

@@ -23,7 +23,6 @@ namespace {
 // Kernels by name, as the sets below combine them.
 constexpr Kernel kHwyMatvec{"hwy matvec", hwy_matvec_rows};
 constexpr Kernel kHwyGemm{"hwy gemm", hwy_gemm_rows};
-constexpr Kernel kScalarDot{"scalar dot", dense_dot_rows};
 constexpr Kernel kScalarWiden{"scalar widen", dense_widen_rows};
 constexpr Kernel kHwyQuant{"hwy quant", quant_matmul_rows};
 constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
@@ -31,29 +30,11 @@ constexpr Kernel kBf16DotQ4{"avx512-bf16 q4", q4_bf16dot_rows};
 constexpr Kernel kHwyAffineWords{"hwy affine words", affine_words_rows};
 constexpr Kernel kBf16DotAffine{"avx512-bf16 affine", affine_bf16dot_rows};
 
-// Affine 4-bit, 2..7 tokens with AVX512-BF16: pairs of tokens in the bf16-dot kernel, 3+ in the
-// Highway kernel (as fast there, and it needs no prepared x).
-void affine4_few_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
-                      int64_t r1, float* y, int64_t ldy) {
-  if (n_tok <= 2)
-    q4_bf16dot_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
-  else
-    quant_matmul_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
-}
-constexpr Kernel kAffine4Few{"avx512-bf16 q4 (2 tokens) / hwy quant", affine4_few_rows};
+// Affine widths other than 4 and 8 with AVX512-BF16 + VBMI take affine_bf16dot_rows for 1..16
+// tokens, affine 4-bit and NVFP4 q4_bf16dot_rows: one kernel per view for every token count up
+// to kFewMaxTokens keeps each row's result independent of the batch (formats.h).
 
-// Other affine widths, 2..7 tokens with AVX512-BF16 + VBMI: the same split.
-void affine_words_few_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
-                           int64_t r1, float* y, int64_t ldy) {
-  if (n_tok <= 2)
-    affine_bf16dot_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
-  else
-    affine_words_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
-}
-constexpr Kernel kAffineWordsFew{"avx512-bf16 affine (2 tokens) / hwy affine words",
-                                 affine_words_few_rows};
-
-// Affine widths other than 4, 8+ tokens: below 32 tokens the word-lane kernel (a pass over the
+// Affine widths other than 4, 17+ tokens: below 32 tokens the word-lane kernel (a pass over the
 // rows per 4 tokens) measured 1.3-2.5x faster than the gemm, whose tile dequantization is paid
 // for by few tokens only (Zen 4, codes in DRAM and in cache, 3 and 8 bits); from 32 the gemm.
 constexpr int64_t kAffineGemmMinTokens = 32;
@@ -64,17 +45,18 @@ void affine_words_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const Ma
   else
     hwy_gemm_rows(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
-constexpr Kernel kAffineWordsGemm{"hwy affine words (8-31 tokens) / hwy gemm affine",
+constexpr Kernel kAffineWordsGemm{"hwy affine words (17-31 tokens) / hwy gemm affine",
                                   affine_words_gemm_rows};
 // The same functions on 8-bit views run byte loads in natural column order (a code is a byte).
 constexpr Kernel kHwyAffineBytes{"hwy affine bytes", affine_words_rows};
-constexpr Kernel kAffineBytesGemm{"hwy affine bytes (8-31 tokens) / hwy gemm affine",
+constexpr Kernel kAffineBytesGemm{"hwy affine bytes (17-31 tokens) / hwy gemm affine",
                                   affine_words_gemm_rows};
 
 // --- dense ---------------------------------------------------------------------------------
 
 constexpr KernelSet kDenseHwy{{kHwyMatvec, kHwyMatvec, kHwyGemm}, dense_dequant_row};
-constexpr KernelSet kDenseScalar{{kScalarDot, kScalarWiden, kScalarWiden}, dense_dequant_row};
+// (Widened for every token count: one summation order per row, formats.h.)
+constexpr KernelSet kDenseScalar{{kScalarWiden, kScalarWiden, kScalarWiden}, dense_dequant_row};
 
 double dense_bytes(const MatView& w) {
   return double(dtype_size(w.dtype));
@@ -122,11 +104,10 @@ bool is_nvfp4(const MatView& w) {
 }
 
 // [bf16 dot][gemm q4]
-constexpr KernelSet kAffine4[2][2] = {
-    {{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row},
-     {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, affine_dequant_row}},
-    {{{kBf16DotQ4, kAffine4Few, kHwyQuant}, affine_dequant_row},
-     {{kBf16DotQ4, kAffine4Few, kHwyGemmQ4}, affine_dequant_row}}};
+constexpr KernelSet kAffine4[2][2] = {{{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row},
+                                       {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, affine_dequant_row}},
+                                      {{{kBf16DotQ4, kBf16DotQ4, kHwyQuant}, affine_dequant_row},
+                                       {{kBf16DotQ4, kBf16DotQ4, kHwyGemmQ4}, affine_dequant_row}}};
 // 8-bit with a group the word-lane kernels do not take (other than 32, 64, 128).
 constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row};
 // 8 bits, groups 32/64/128: byte loads for 1-31 tokens, the gemm for 32+ (8-bit codes are not
@@ -134,17 +115,17 @@ constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_r
 constexpr KernelSet kAffineBytes{{kHwyAffineBytes, kHwyAffineBytes, kAffineBytesGemm},
                                  affine_dequant_row};
 // Every other MLX width (1, 2, 3, 5, 6 bits): the word-lane kernels, the gemm on tiles
-// dequantized once for 32+ tokens; with AVX512-BF16 + VBMI that kernel for 1-2 tokens.
+// dequantized once for 32+ tokens; with AVX512-BF16 + VBMI that kernel for 1-16 tokens.
 constexpr KernelSet kAffineWords[2] = {
     {{kHwyAffineWords, kHwyAffineWords, kAffineWordsGemm}, affine_dequant_row},
-    {{kBf16DotAffine, kAffineWordsFew, kAffineWordsGemm}, affine_dequant_row}};
+    {{kBf16DotAffine, kBf16DotAffine, kAffineWordsGemm}, affine_dequant_row}};
 constexpr KernelSet kNvfp4[2][2] = {{{{kHwyQuant, kHwyQuant, kHwyQuant}, nvfp4_dequant_row},
                                      {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, nvfp4_dequant_row}},
                                     {{{kBf16DotQ4, kBf16DotQ4, kHwyQuant}, nvfp4_dequant_row},
                                      {{kBf16DotQ4, kBf16DotQ4, kHwyGemmQ4}, nvfp4_dequant_row}}};
 
 // The bf16-dot kernel takes a view for 1 token exactly when it takes it for every token count
-// it handles (1-2 affine, 1-7 NVFP4), so one question decides the set.
+// it handles (1-16), so one question decides the set.
 bool bf16dot_for(const MatView& w) {
   return q4_bf16dot_enabled() && q4_bf16dot_handles(w, 1);
 }

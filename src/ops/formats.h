@@ -23,12 +23,20 @@ using RowsKernel = void (*)(const float* x, int64_t n_tok, int64_t ldx, const Ma
 using DequantRowKernel = void (*)(const MatView& w, int64_t r, float* out);
 
 // Shape classes of a product, by the number of tokens (rows of x).
+//
+// Row-count invariance: for every format, the kOne and kFew kernels bound to a view compute each
+// (weight row, token) product with the same instructions on the same values, whatever the number
+// of tokens (1..kFewMaxTokens) and rows in the call. So a token's result is bitwise the same
+// decoded alone, verified with up to 15 drafts (speculative decoding) or batched with up to 15
+// other sessions: greedy speculative decoding is token-identical to plain greedy decoding. The
+// kGemm class (prefill chunks of 17+ tokens) sums in its own order and is not covered.
 enum class ShapeClass : uint8_t {
   kOne,   // 1 token: decode
-  kFew,   // 2..7 tokens: small expert groups, batched decode, speculative verification
-  kGemm,  // 8+ tokens: prefill; weight tiles are reused by every token
+  kFew,   // 2..16 tokens: small expert groups, batched decode, speculative verification
+  kGemm,  // 17+ tokens: prefill; weight tiles are reused by every token
 };
-constexpr int64_t kGemmMinTokens = 8;
+constexpr int64_t kFewMaxTokens = 16;
+constexpr int64_t kGemmMinTokens = kFewMaxTokens + 1;
 constexpr ShapeClass shape_class(int64_t n_tok) {
   return n_tok <= 1 ? ShapeClass::kOne
                     : (n_tok < kGemmMinTokens ? ShapeClass::kFew : ShapeClass::kGemm);

@@ -2,25 +2,56 @@
 // tokens, through the one kernel the registry bound to the weight for this many tokens.
 #include "ops/matmul.h"
 
+#include <algorithm>
+
 #include "ops/formats.h"
 
 namespace inkling {
 
+namespace {
+thread_local bool t_row_invariant = false;
+
+// The kernel over tokens [0, n_tok) in pieces of at most kFewMaxTokens under a
+// RowInvariantScope, else in one call.
+void run_kernel(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                int64_t r1, float* y, int64_t ldy, bool invariant) {
+  const KernelSet& ks = kernels_of(w);
+  if (!invariant || n_tok <= kFewMaxTokens) {
+    ks.for_tokens(n_tok).rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+    return;
+  }
+  for (int64_t t = 0; t < n_tok; t += kFewMaxTokens) {
+    const int64_t n = std::min(kFewMaxTokens, n_tok - t);
+    ks.for_tokens(n).rows(x + t * ldx, n, ldx, w, r0, r1, y + t * ldy, ldy);
+  }
+}
+}  // namespace
+
+RowInvariantScope::RowInvariantScope(bool on) : prev_(t_row_invariant) {
+  t_row_invariant = prev_ || on;
+}
+RowInvariantScope::~RowInvariantScope() {
+  t_row_invariant = prev_;
+}
+
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy) {
-  kernels_of(w).for_tokens(n_tok).rows(x, n_tok, ldx, w, r0, r1, y, ldy);
+  run_kernel(x, n_tok, ldx, w, r0, r1, y, ldy, t_row_invariant);
 }
 
 void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float* y, int64_t ldy,
             ThreadPool* pool) {
-  const RowsKernel k = kernels_of(w).for_tokens(n_tok).rows;
+  const bool inv = t_row_invariant;  // read on the calling thread; workers are other threads
   if (!pool || w.rows * w.cols * n_tok < (int64_t(1) << 15)) {
-    k(x, n_tok, ldx, w, 0, w.rows, y, ldy);
+    run_kernel(x, n_tok, ldx, w, 0, w.rows, y, ldy, inv);
     return;
   }
   pool->parallel_for(
       size_t(w.rows),
-      [&](size_t b, size_t e) { k(x, n_tok, ldx, w, int64_t(b), int64_t(e), y, ldy); }, 16);
+      [&](size_t b, size_t e) {
+        run_kernel(x, n_tok, ldx, w, int64_t(b), int64_t(e), y, ldy, inv);
+      },
+      16);
 }
 
 }  // namespace inkling

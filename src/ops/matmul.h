@@ -16,6 +16,23 @@ namespace inkling {
 void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float* y, int64_t ldy,
             ThreadPool* pool);
 
+// While one is alive on a thread, matmul() and matmul_rows() called from that thread give each
+// kernel call at most kFewMaxTokens tokens (ops/formats.h), so every token takes the row-count
+// invariant kernels and gets bitwise the result it gets alone, however many tokens the call has.
+// forward_batch() holds one for a batch of decode / verify segments (each <= kFewMaxTokens rows):
+// a session's bits then do not depend on the sessions batched with it. Nests; `on` false is a
+// no-op.
+class RowInvariantScope {
+ public:
+  explicit RowInvariantScope(bool on = true);
+  ~RowInvariantScope();
+  RowInvariantScope(const RowInvariantScope&) = delete;
+  RowInvariantScope& operator=(const RowInvariantScope&) = delete;
+
+ private:
+  bool prev_;
+};
+
 // Same product for rows [r0, r1) only, single-threaded (callers that partition work themselves).
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy);

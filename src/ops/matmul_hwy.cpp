@@ -47,104 +47,93 @@ HWY_INLINE float Sum(DF df, VF v) {
 }
 
 // ---- matvec ---------------------------------------------------------------------------------
-// One token: rows read whole and in order, one sequential stream per thread, 4 vectors in
-// flight. On the Zen 4 VM this reaches 0.9-0.95 of the read probe with 2 threads, where 4 rows
-// interleaved (4 streams 8 KB apart sharing each x load) reached 0.65-0.75 and software
-// prefetch made either slower. Several tokens (batched decode): 4 rows x 1 token at a time,
-// each x load shared by 4 rows, which measured 1.5-2x faster there than streaming one row
-// for up to 4 tokens (that loop stalls at every row start).
+// Few tokens (decode, speculative verification, batched decode: up to 16 tokens) are streamed
+// through register tiles of R weight rows x NT tokens. Every (row, token) dot is summed in one
+// canonical order whatever the tile: four chains over groups of four vector chunks (chunk k of a
+// group into chain k), any last single chunks into chain 0, (a0 + a1) + (a2 + a3) reduced by
+// SumOfLanes, then the scalar tail in column order. So a row's result is bitwise the same
+// computed alone (decode) or with up to 15 other tokens (verify, batched decode), which greedy
+// speculative decoding relies on (ops/formats.h). One token streams one row at a time: one
+// sequential stream per thread reached 0.9-0.95 of the read probe on the Zen 4 VM with 2 threads,
+// where 4 rows interleaved reached 0.65-0.75. Several tokens: 2 rows x 2 tokens per tile (16
+// accumulators), each bf16 weight vector widened once per tile and each x load shared by 2 rows.
 
-template <typename WT>
-HWY_INLINE float Dot1(DF df, const float* x, const WT* w, int64_t n) {
+template <int R, int NT, typename WT>
+HWY_INLINE void DotTile(DF df, const float* x, int64_t ldx, const WT* w, int64_t ld, int64_t n,
+                        float* y, int64_t ldy) {
   const int64_t N = int64_t(hn::Lanes(df));
-  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+  VF a[4][R][NT];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) a[k][i][t] = hn::Zero(df);
   int64_t c = 0;
   for (; c + 4 * N <= n; c += 4 * N) {
-    a0 = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a0);
-    a1 = hn::MulAdd(LoadW(df, w + c + N), hn::LoadU(df, x + c + N), a1);
-    a2 = hn::MulAdd(LoadW(df, w + c + 2 * N), hn::LoadU(df, x + c + 2 * N), a2);
-    a3 = hn::MulAdd(LoadW(df, w + c + 3 * N), hn::LoadU(df, x + c + 3 * N), a3);
-  }
-  for (; c + N <= n; c += N) a0 = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a0);
-  float s = Sum(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)));
-  for (; c < n; ++c) s += x[c] * ScalarW(w, c);
-  return s;
-}
-
-template <typename WT>
-HWY_INLINE void Dot4(DF df, const float* x, const WT* w0, const WT* w1, const WT* w2, const WT* w3,
-                     int64_t n, float* out) {
-  const int64_t N = int64_t(hn::Lanes(df));
-  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  int64_t c = 0;
-  for (; c + 2 * N <= n; c += 2 * N) {
-    const VF x0 = hn::LoadU(df, x + c), x1 = hn::LoadU(df, x + c + N);
-    a0 = hn::MulAdd(LoadW(df, w0 + c), x0, a0);
-    a1 = hn::MulAdd(LoadW(df, w1 + c), x0, a1);
-    a2 = hn::MulAdd(LoadW(df, w2 + c), x0, a2);
-    a3 = hn::MulAdd(LoadW(df, w3 + c), x0, a3);
-    b0 = hn::MulAdd(LoadW(df, w0 + c + N), x1, b0);
-    b1 = hn::MulAdd(LoadW(df, w1 + c + N), x1, b1);
-    b2 = hn::MulAdd(LoadW(df, w2 + c + N), x1, b2);
-    b3 = hn::MulAdd(LoadW(df, w3 + c + N), x1, b3);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      VF wv[R];
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) wv[i] = LoadW(df, w + i * ld + c + k * N);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const VF xv = hn::LoadU(df, x + t * ldx + c + k * N);
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) a[k][i][t] = hn::MulAdd(wv[i], xv, a[k][i][t]);
+      }
+    }
   }
   for (; c + N <= n; c += N) {
-    const VF x0 = hn::LoadU(df, x + c);
-    a0 = hn::MulAdd(LoadW(df, w0 + c), x0, a0);
-    a1 = hn::MulAdd(LoadW(df, w1 + c), x0, a1);
-    a2 = hn::MulAdd(LoadW(df, w2 + c), x0, a2);
-    a3 = hn::MulAdd(LoadW(df, w3 + c), x0, a3);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const VF wv = LoadW(df, w + i * ld + c);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t)
+        a[0][i][t] = hn::MulAdd(wv, hn::LoadU(df, x + t * ldx + c), a[0][i][t]);
+    }
   }
-  float s0 = Sum(df, hn::Add(a0, b0)), s1 = Sum(df, hn::Add(a1, b1));
-  float s2 = Sum(df, hn::Add(a2, b2)), s3 = Sum(df, hn::Add(a3, b3));
-  for (; c < n; ++c) {
-    s0 += x[c] * ScalarW(w0, c);
-    s1 += x[c] * ScalarW(w1, c);
-    s2 += x[c] * ScalarW(w2, c);
-    s3 += x[c] * ScalarW(w3, c);
-  }
-  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      float s = Sum(df, hn::Add(hn::Add(a[0][i][t], a[1][i][t]), hn::Add(a[2][i][t], a[3][i][t])));
+      for (int64_t k = c; k < n; ++k) s += x[t * ldx + k] * ScalarW(w + i * ld, k);
+      y[t * ldy + i] = s;
+    }
 }
 
-// One row with Dot4's arithmetic (even / odd vector chunks in two sums), so a row's result does
-// not depend on whether it fell in a group of 4.
-template <typename WT>
-HWY_INLINE float Dot1Like4(DF df, const float* x, const WT* w, int64_t n) {
-  const int64_t N = int64_t(hn::Lanes(df));
-  VF a = hn::Zero(df), b = a;
-  int64_t c = 0;
-  for (; c + 2 * N <= n; c += 2 * N) {
-    a = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a);
-    b = hn::MulAdd(LoadW(df, w + c + N), hn::LoadU(df, x + c + N), b);
-  }
-  for (; c + N <= n; c += N) a = hn::MulAdd(LoadW(df, w + c), hn::LoadU(df, x + c), a);
-  float s = Sum(df, hn::Add(a, b));
-  for (; c < n; ++c) s += x[c] * ScalarW(w, c);
-  return s;
+// R rows x nt (1..2) tokens.
+template <int R, typename WT>
+HWY_INLINE void DotTileN(DF df, int nt, const float* x, int64_t ldx, const WT* w, int64_t ld,
+                         int64_t n, float* y, int64_t ldy) {
+  if (nt == 1) return DotTile<R, 1>(df, x, ldx, w, ld, n, y, ldy);
+  DotTile<R, 2>(df, x, ldx, w, ld, n, y, ldy);
 }
 
 template <typename WT>
 void MatvecT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, int64_t cols,
              int64_t r0, int64_t r1, float* y, int64_t ldy) {
   const DF df;
+  if (n_tok == 1) {  // one sequential stream per thread
+    for (int64_t r = r0; r < r1; ++r) DotTile<1, 1>(df, x, ldx, w + r * ld, ld, cols, y + r, ldy);
+    return;
+  }
+  // Several tokens: 2 rows x 2 tokens per tile, the next rows prefetched.
+  constexpr int R = 2, NT = 2;
   int64_t r = r0;
-  if (n_tok > 1) {  // 4 rows x 1 token at a time: each x load serves 4 rows
-    float out[4];
-    for (; r + 4 <= r1; r += 4) {
-      const WT* w0 = w + r * ld;
-      if (r + 8 <= r1)
-        for (int j = 0; j < 4; ++j) hwy::Prefetch(w + (r + 4 + j) * ld);
-      for (int64_t t = 0; t < n_tok; ++t) {
-        Dot4(df, x + t * ldx, w0, w0 + ld, w0 + 2 * ld, w0 + 3 * ld, cols, out);
-        float* yt = y + t * ldy + r;
-        yt[0] = out[0], yt[1] = out[1], yt[2] = out[2], yt[3] = out[3];
-      }
-    }
+  for (; r + R <= r1; r += R) {
+    const WT* wr = w + r * ld;
+    if (r + 2 * R <= r1)
+      for (int j = 0; j < R; ++j) hwy::Prefetch(wr + (R + j) * ld);
+    for (int64_t t = 0; t < n_tok; t += NT)
+      DotTileN<R>(df, int(std::min<int64_t>(NT, n_tok - t)), x + t * ldx, ldx, wr, ld, cols,
+                  y + t * ldy + r, ldy);
   }
   for (; r < r1; ++r)
-    for (int64_t t = 0; t < n_tok; ++t)
-      y[t * ldy + r] = n_tok > 1 ? Dot1Like4(df, x + t * ldx, w + r * ld, cols)
-                                 : Dot1(df, x + t * ldx, w + r * ld, cols);
+    for (int64_t t = 0; t < n_tok; t += NT)
+      DotTileN<1>(df, int(std::min<int64_t>(NT, n_tok - t)), x + t * ldx, ldx, w + r * ld, ld, cols,
+                  y + t * ldy + r, ldy);
 }
 
 void MatvecRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "ops/formats.h"
 #include "ops/quant_q4_bf16dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -39,7 +40,7 @@
 namespace inkling {
 
 bool affine_bf16dot_handles(const MatView& w, int64_t n_tok) {
-  return n_tok >= 1 && n_tok <= 2 && w.format == WeightFormat::kAffine && w.bits >= 1 &&
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kAffine && w.bits >= 1 &&
          w.bits <= 6 && (w.group == 32 || w.group == 64 || w.group == 128) &&
          w.cols % w.group == 0 && w.scales && w.biases;
 }
@@ -184,8 +185,8 @@ INK_AFFDOT inline __mmask64 bytes_mask(int64_t n) {
 // Rows [r0, r1) in blocks of R rows for NT tokens. 128-column blocks of more than 4 bits span two
 // registers.
 template <int kBits, int NT, int R>
-INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int64_t r1, float* y,
-                            int64_t ldy) {
+INK_AFFDOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
+                            float* y, int64_t ldy) {
   constexpr int kLayout = U16Layout(kBits) ? kBits : 0;
   constexpr int64_t kCols = BlockCols(kLayout);
   constexpr int kSteps = Steps(kLayout);
@@ -205,7 +206,7 @@ INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
-        rows_kernel<kBits, NT, 1>(p, w, rb, r1, y, ldy);
+        rows_kernel<kBits, NT, 1>(p, t0, w, rb, r1, y, ldy);
         return;
       }
     }
@@ -221,7 +222,7 @@ INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int
       float* bs = sfb + kRowsMax * gs;
       bf16dot::affine_row_scales(w, rb + i, ngroups, gs, s, bs);
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-        const float* xsum = p.xsum.data() + t * gs;
+        const float* xsum = p.xsum.data() + (t0 + t) * gs;
         __m512 a = _mm512_setzero_ps();
         for (int64_t g = 0; g < ngroups; g += 16)
           a = _mm512_fmadd_ps(_mm512_loadu_ps(bs + g), _mm512_loadu_ps(xsum + g), a);
@@ -262,7 +263,7 @@ INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int
       _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
           _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc_a[i][t] = acc_b[i][t] =
               _mm512_setzero_ps();
-      const uint16_t* xb = p.xq.data() + b * (kSteps * 96);
+      const uint16_t* xb = p.xq.data() + t0 * xs + b * (kSteps * 96);
       _Pragma("GCC unroll 16") for (int st = 0; st < kSteps; ++st) {
         const __m512i shift = _mm512_load_si512(T.shift[st % 4]);
         __m512i xh[NT], xm[NT], xl[NT];
@@ -305,13 +306,14 @@ INK_AFFDOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int
   }
 }
 
+// Tokens [t0, t0 + nt) of p (nt 1 or 2) over rows [r0, r1).
 template <int kBits>
-void width_rows(const Prepared& p, int nt, const MatView& w, int64_t r0, int64_t r1, float* y,
-                int64_t ldy) {
+void width_rows(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64_t r1,
+                float* y, int64_t ldy) {
   if (nt == 1)
-    rows_kernel<kBits, 1, 4>(p, w, r0, r1, y, ldy);
+    rows_kernel<kBits, 1, 4>(p, t0, w, r0, r1, y, ldy);
   else
-    rows_kernel<kBits, 2, 2>(p, w, r0, r1, y, ldy);
+    rows_kernel<kBits, 2, 2>(p, t0, w, r0, r1, y, ldy);
 }
 
 bool cpu_has_affine_bf16dot() {
@@ -338,29 +340,36 @@ void affine_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVi
                          int64_t r1, float* y, int64_t ldy) {
 #if INKLING_HAVE_AFFINE_BF16DOT
   thread_local Prepared p;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-    const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
-    prepare(x + t0 * ldx, nt, ldx, w.cols, w.group, U16Layout(w.bits) ? w.bits : 0, p);
-    float* yb = y + t0 * ldy;
-    switch (w.bits) {
-      case 1:
-        width_rows<1>(p, nt, w, r0, r1, yb, ldy);
-        break;
-      case 2:
-        width_rows<2>(p, nt, w, r0, r1, yb, ldy);
-        break;
-      case 3:
-        width_rows<3>(p, nt, w, r0, r1, yb, ldy);
-        break;
-      case 4:
-        width_rows<4>(p, nt, w, r0, r1, yb, ldy);
-        break;
-      case 5:
-        width_rows<5>(p, nt, w, r0, r1, yb, ldy);
-        break;
-      default:
-        width_rows<6>(p, nt, w, r0, r1, yb, ldy);
-        break;
+  // Every token prepared once; blocks of rows (in L1) visited by each pair of tokens, so the
+  // codes come from memory once for all tokens. A (row, token) result depends on neither the
+  // pairing nor the block (formats.h: row-count invariance).
+  prepare(x, int(n_tok), ldx, w.cols, w.group, U16Layout(w.bits) ? w.bits : 0, p);
+  const int64_t block = n_tok == 1 ? r1 - r0 : 16;
+  for (int64_t rb = r0; rb < r1; rb += block) {
+    const int64_t re = std::min(r1, rb + block);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+      const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
+      float* yb = y + t0 * ldy;
+      switch (w.bits) {
+        case 1:
+          width_rows<1>(p, int(t0), nt, w, rb, re, yb, ldy);
+          break;
+        case 2:
+          width_rows<2>(p, int(t0), nt, w, rb, re, yb, ldy);
+          break;
+        case 3:
+          width_rows<3>(p, int(t0), nt, w, rb, re, yb, ldy);
+          break;
+        case 4:
+          width_rows<4>(p, int(t0), nt, w, rb, re, yb, ldy);
+          break;
+        case 5:
+          width_rows<5>(p, int(t0), nt, w, rb, re, yb, ldy);
+          break;
+        default:
+          width_rows<6>(p, int(t0), nt, w, rb, re, yb, ldy);
+          break;
+      }
     }
   }
 #else

@@ -18,7 +18,8 @@ namespace inkling {
 // (INKLING_NO_BF16DOT=1, set_q4_bf16dot_enabled) turns every AVX512-BF16 kernel off.
 bool affine_bf16dot_available();
 
-// Affine views of 1..6 bits with a group of 32, 64 or 128 columns dividing the row, 1 or 2 tokens.
+// Affine views of 1..6 bits with a group of 32, 64 or 128 columns dividing the row, 1..16 tokens
+// (kFewMaxTokens: pairs of tokens per pass over blocks of rows).
 bool affine_bf16dot_handles(const MatView& w, int64_t n_tok);
 
 // y[t * ldy + r] = sum_c x[t * ldx + c] * W[r, c] for rows [r0, r1). Requires available() and

@@ -199,11 +199,12 @@ void WordRows(const Call& c, const inkling::MatView& w, int64_t r0, int64_t r1, 
 // 8 bits: a code is a byte, so no word-lane layout is needed. Columns in natural order: N bytes
 // widen to u32 lanes and meet x as it lies; a vector lies within one group (groups of 32, 64, 128
 // are whole vectors), so each group's products gather in f32 and take its scale as a broadcast.
-// R rows share each x load; one token keeps two chains per row to cover FMA latency.
+// R rows share each x load; two chains per row and token cover FMA latency for one token, and
+// every token count keeps them so a row's sum has one order (row-count invariance, formats.h).
 template <int NT, int R>
 void ByteRows(const Call& c, const float* x, int64_t ldx, const inkling::MatView& w, int64_t r0,
               int64_t r1, float* y, int64_t ldy, float* sf) {
-  constexpr int C = NT == 1 ? 2 : 1;  // chains per row and token
+  constexpr int C = 2;  // chains per row and token
   const DF df;
   const DU du;
   const hn::RebindToSigned<DF> di;

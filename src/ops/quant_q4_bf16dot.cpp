@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "ops/formats.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_BF16DOT 1
@@ -43,12 +44,13 @@
 namespace inkling {
 
 bool q4_bf16dot_handles(const MatView& w, int64_t n_tok) {
-  // NVFP4 takes it for up to 7 tokens (pairs of tokens per pass): the portable NVFP4 kernel
-  // decodes every code arithmetically and is ~5x slower at 4 tokens. 8+ go to the gemm.
-  if (n_tok < 8 && w.format == WeightFormat::kNvfp4 && w.group == 16 && w.cols % 16 == 0 &&
+  // Up to kFewMaxTokens tokens (pairs of tokens per pass over a block of rows), so decode, verify
+  // and batched decode rows all take this one kernel (row-count invariance, ops/formats.h).
+  if (n_tok > kFewMaxTokens) return false;
+  if (w.format == WeightFormat::kNvfp4 && w.group == 16 && w.cols % 16 == 0 &&
       w.scale_dtype == DType::F8_E4M3)
     return true;
-  return n_tok <= 2 && w.format == WeightFormat::kAffine && w.bits == 4 && w.group >= 8 &&
+  return w.format == WeightFormat::kAffine && w.bits == 4 && w.group >= 8 &&
          (w.group & (w.group - 1)) == 0 && w.cols % w.group == 0;
 }
 
@@ -58,9 +60,9 @@ std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the env
 
 #if INKLING_HAVE_BF16DOT
 
-// Tokens per pass. Each token adds three VDPBF16PS per 32 weights (one per part of x), so the
-// shared unpacking stops paying off: measured on Zen 4, from 3 tokens on the Highway kernel is as
-// fast and from 8 the gemm with dequantized tiles is much faster, so callers send those there.
+// Tokens per pass over a block of rows. Each token adds three VDPBF16PS per 32 weights (one per
+// part of x), so beyond a pair the shared unpacking stops paying off; callers with more tokens
+// run several pairs over each block of rows (up to kFewMaxTokens), the gemm beyond.
 constexpr int kMaxTok = 2;
 constexpr int64_t kXBlock = 384;  // prepared bf16 per 128 columns (4 steps x 3 parts x 32)
 
@@ -151,8 +153,8 @@ INK_BF16DOT void fp4_block_scales(const MatView& w, int64_t r, int64_t nblocks, 
 
 // Rows [r0, r1) in blocks of R rows for NT tokens.
 template <int NT, int R, bool kFp4>
-INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, int64_t r1, float* y,
-                             int64_t ldy) {
+INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
+                             float* y, int64_t ldy) {
   const int64_t ngroups = w.cols / w.group, gs = p.gs, xs = p.xs;
   const int64_t W = w.cols / 8, WG = w.group / 8, B = std::max<int64_t>(16, WG);
   int wg_shift = 0;
@@ -171,7 +173,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
-        rows_kernel<NT, 1, kFp4>(p, w, rb, r1, y, ldy);
+        rows_kernel<NT, 1, kFp4>(p, t0, w, rb, r1, y, ldy);
         return;
       }
     }
@@ -192,7 +194,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
       }
       bf16dot::affine_row_scales(w, rb + i, ngroups, gs, s, bs);
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-        const float* xsum = p.xsum.data() + t * gs;
+        const float* xsum = p.xsum.data() + (t0 + t) * gs;
         __m512 a = _mm512_setzero_ps();
         for (int64_t g = 0; g < ngroups; g += 16)
           a = _mm512_fmadd_ps(_mm512_loadu_ps(bs + g), _mm512_loadu_ps(xsum + g), a);
@@ -220,7 +222,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, const MatView& w, int64_t r0, in
           _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) cw[i] =
               _mm512_maskz_loadu_epi32(m, codes[i] + wi);
         }
-        const uint16_t* xb = p.xq.data() + (wi / 16) * kXBlock;
+        const uint16_t* xb = p.xq.data() + t0 * xs + (wi / 16) * kXBlock;
 #define INKLING_BF16DOT_STEP(J)                                                                  \
   {                                                                                              \
     __m512i xh[NT], xm[NT], xl[NT];                                                              \
@@ -299,17 +301,29 @@ void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
                      int64_t r1, float* y, int64_t ldy) {
 #if INKLING_HAVE_BF16DOT
   thread_local Prepared p;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-    const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
-    prepare(x + t0 * ldx, nt, ldx, w.cols, w.group, p);
-    float* yb = y + t0 * ldy;
-    const bool fp4 = w.format == WeightFormat::kNvfp4;
-    if (nt == 1)
-      fp4 ? rows_kernel<1, 4, true>(p, w, r0, r1, yb, ldy)
-          : rows_kernel<1, 4, false>(p, w, r0, r1, yb, ldy);
-    else
-      fp4 ? rows_kernel<2, 2, true>(p, w, r0, r1, yb, ldy)
-          : rows_kernel<2, 2, false>(p, w, r0, r1, yb, ldy);
+  const bool fp4 = w.format == WeightFormat::kNvfp4;
+  if (n_tok == 1) {
+    prepare(x, 1, ldx, w.cols, w.group, p);
+    fp4 ? rows_kernel<1, 4, true>(p, 0, w, r0, r1, y, ldy)
+        : rows_kernel<1, 4, false>(p, 0, w, r0, r1, y, ldy);
+    return;
+  }
+  // Every token prepared once; then blocks of rows (in L1) visited by each pair of tokens, so the
+  // codes come from memory once for all tokens. A (row, token) result depends on neither the
+  // pairing nor the block: the same instructions on the same values.
+  prepare(x, int(n_tok), ldx, w.cols, w.group, p);
+  constexpr int64_t kRowBlock = 16;
+  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
+    const int64_t re = std::min(r1, rb + kRowBlock);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+      float* yb = y + t0 * ldy;
+      if (n_tok - t0 == 1)
+        fp4 ? rows_kernel<1, 4, true>(p, int(t0), w, rb, re, yb, ldy)
+            : rows_kernel<1, 4, false>(p, int(t0), w, rb, re, yb, ldy);
+      else
+        fp4 ? rows_kernel<2, 2, true>(p, int(t0), w, rb, re, yb, ldy)
+            : rows_kernel<2, 2, false>(p, int(t0), w, rb, re, yb, ldy);
+    }
   }
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;

@@ -24,8 +24,8 @@ bool q4_bf16dot_available();
 bool q4_bf16dot_enabled();
 void set_q4_bf16dot_enabled(bool on);
 
-// Affine 4-bit views with a power-of-two group of at least 8 columns for 1 or 2 tokens (3+ are as
-// fast in the Highway kernel), NVFP4 views for up to 7 tokens (8+ go to the gemm).
+// Affine 4-bit views with a power-of-two group of at least 8 columns and NVFP4 views, for 1..16
+// tokens (kFewMaxTokens: pairs of tokens per pass over blocks of rows; 17+ go to the gemm).
 bool q4_bf16dot_handles(const MatView& w, int64_t n_tok);
 
 // y[t * ldy + r] = sum_c x[t * ldx + c] * W[r, c] for rows [r0, r1). Requires available() and

@@ -90,11 +90,16 @@ TEST_F(KvType, Bf16SnapshotsReplayAndChunkingAgrees) {
   auto again = s->prefill(std::span<const int32_t>(prompt_.data() + half, prompt_.size() - half));
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(std::equal(want.begin(), want.end(), again->begin()));
-  // One chunk of everything vs chunks of 4: the cached values are rounded the same way.
-  auto whole = load(KvCacheType::kBF16, 256)->new_session();
+  // Chunks of 16 vs chunks of 4: the row-count invariant kernels (ops/formats.h) give every key
+  // and value the same f32 bits, so the cache rounds them the same way and the logits are equal.
+  // (A 32-token chunk takes the gemm, whose f32 rounding differs; a key that lands on the other
+  // side of a bf16 rounding boundary then moves attention by 2^-9 relative, which this random
+  // fixture's small router gaps amplify: measured 8e-3 at logits of ~6, against 9e-6 with an f32
+  // cache.)
+  auto whole = load(KvCacheType::kBF16, 16)->new_session();
   auto w = whole->prefill(prompt_);
   ASSERT_TRUE(w.ok());
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR((*w)[i], want[i], 1e-4f) << i;
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), w->begin()));
 }
 
 TEST_F(KvType, MemoryPlanCountsHalfTheKv) {

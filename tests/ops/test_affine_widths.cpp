@@ -218,8 +218,11 @@ TEST(AffineWidths, Bf16DotMatchesScalarTwin) {
   QMat q8 = make_affine(3, 256, 8, 64, DType::BF16, 1, rng);
   EXPECT_FALSE(affine_bf16dot_handles(q8.view, 1));  // 2^8 + q is not a bf16 number
   QMat q3 = make_affine(3, 256, 3, 64, DType::BF16, 1, rng);
-  EXPECT_FALSE(affine_bf16dot_handles(q3.view, 3));  // 3+ tokens: the Highway kernel
-  // The registry binds it for 1 token (2 through the few-token split) unless switched off.
+  EXPECT_TRUE(affine_bf16dot_handles(q3.view, 16));
+  EXPECT_FALSE(affine_bf16dot_handles(q3.view, 17));  // 17+ tokens: the Highway kernels
+  for (int64_t n_tok : {3, 16})
+    compare(q3.view, n_tok, rng, "bf16 3-bit tokens", 8.f, 1.f, affine_bf16dot_rows);
+  // The registry binds it for 1..16 tokens unless switched off.
   EXPECT_STREQ(kernels_of(q3.view).for_tokens(1).name, "avx512-bf16 affine");
   {
     PortableKernelsOnly portable;

@@ -133,9 +133,9 @@ TEST(Formats, BindsKernelsPerShapeClass) {
   ASSERT_TRUE(bind_kernels(bf16.view));
   ASSERT_TRUE(bind_kernels(f16.view));
   EXPECT_STREQ(bf16.view.kernels->for_tokens(1).name, "hwy matvec");
-  EXPECT_STREQ(bf16.view.kernels->for_tokens(7).name, "hwy matvec");
-  EXPECT_STREQ(bf16.view.kernels->for_tokens(8).name, "hwy gemm");
-  EXPECT_STREQ(f16.view.kernels->for_tokens(1).name, "scalar dot");
+  EXPECT_STREQ(bf16.view.kernels->for_tokens(16).name, "hwy matvec");
+  EXPECT_STREQ(bf16.view.kernels->for_tokens(17).name, "hwy gemm");
+  EXPECT_STREQ(f16.view.kernels->for_tokens(1).name, "scalar widen");
   EXPECT_STREQ(f16.view.kernels->for_tokens(3).name, "scalar widen");
 
   Owned q4 = affine(4, 64, 8, 1024, 3), q8 = affine(8, 64, 8, 1024, 4);
@@ -145,16 +145,22 @@ TEST(Formats, BindsKernelsPerShapeClass) {
   std::printf("[formats] bf16-dot kernel %s\n", bf ? "on" : "off (CPU or INKLING_NO_BF16DOT)");
   EXPECT_STREQ(q4.view.kernels->for_tokens(1).name, bf ? "avx512-bf16 q4" : "hwy quant");
   EXPECT_STREQ(fp4.view.kernels->for_tokens(5).name, bf ? "avx512-bf16 q4" : "hwy quant");
+  // Row-count invariance (formats.h): one kernel for every token count up to 16.
+  for (int64_t n : {2, 7, 8, 16}) {
+    EXPECT_STREQ(q4.view.kernels->for_tokens(n).name, bf ? "avx512-bf16 q4" : "hwy quant") << n;
+    EXPECT_STREQ(fp4.view.kernels->for_tokens(n).name, bf ? "avx512-bf16 q4" : "hwy quant") << n;
+    EXPECT_STREQ(q8.view.kernels->for_tokens(n).name, "hwy affine bytes") << n;
+  }
   EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy affine bytes");
   EXPECT_STREQ(q8.view.kernels->for_tokens(64).name,
-               "hwy affine bytes (8-31 tokens) / hwy gemm affine");
+               "hwy affine bytes (17-31 tokens) / hwy gemm affine");
   EXPECT_STREQ(q4.view.kernels->for_tokens(64).name,
                hwy_gemm_q4_supported(q4.view) ? "hwy gemm q4" : "hwy quant");
   EXPECT_EQ(q4.view.kernels->dequant_row, &affine_dequant_row);
   EXPECT_EQ(fp4.view.kernels->dequant_row, &nvfp4_dequant_row);
-  // Every other MLX width: the AVX512-BF16 kernel for 1 token where the CPU has it (and for 2
-  // of 2..7), else the word-lane kernel; 8+ tokens: the word-lane kernel up to 31, then the gemm on
-  // dequantized tiles.
+  // Every other MLX width: the AVX512-BF16 kernel for 1..16 tokens where the CPU has it, else the
+  // word-lane kernel; 17+ tokens: the word-lane kernel up to 31, then the gemm on dequantized
+  // tiles.
   const bool bfa = bf && affine_bf16dot_available();
   for (int bits : {1, 2, 3, 5, 6}) {
     Owned q = affine(bits, 64, 8, 1024, uint32_t(10 + bits));
@@ -162,11 +168,11 @@ TEST(Formats, BindsKernelsPerShapeClass) {
     EXPECT_STREQ(q.view.kernels->for_tokens(1).name,
                  bfa ? "avx512-bf16 affine" : "hwy affine words")
         << bits;
-    EXPECT_STREQ(q.view.kernels->for_tokens(7).name,
-                 bfa ? "avx512-bf16 affine (2 tokens) / hwy affine words" : "hwy affine words")
+    EXPECT_STREQ(q.view.kernels->for_tokens(16).name,
+                 bfa ? "avx512-bf16 affine" : "hwy affine words")
         << bits;
-    EXPECT_STREQ(q.view.kernels->for_tokens(8).name,
-                 "hwy affine words (8-31 tokens) / hwy gemm affine")
+    EXPECT_STREQ(q.view.kernels->for_tokens(17).name,
+                 "hwy affine words (17-31 tokens) / hwy gemm affine")
         << bits;
     EXPECT_EQ(q.view.kernels->dequant_row, &affine_dequant_row) << bits;
   }

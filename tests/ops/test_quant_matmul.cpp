@@ -179,9 +179,9 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
         }
       }
   QMat nv = make_nvfp4(9, 512, 1, rng);
-  EXPECT_TRUE(q4_bf16dot_handles(nv.view, 7));  // NVFP4: up to 7 tokens, in pairs
-  EXPECT_FALSE(q4_bf16dot_handles(nv.view, 8));
-  for (int64_t n_tok : {3, 5, 7})
+  EXPECT_TRUE(q4_bf16dot_handles(nv.view, 16));  // up to 16 tokens, in pairs
+  EXPECT_FALSE(q4_bf16dot_handles(nv.view, 17));
+  for (int64_t n_tok : {3, 5, 7, 16})
     compare(nv.view, n_tok, rng, "bf16dot nvfp4 odd tokens", 0.f, 1.f, q4_bf16dot_rows);
   compare(slice_cols(nv.view, 128, 256), 2, rng, "bf16dot nvfp4 column slice", 0.f, 1.f,
           q4_bf16dot_rows);
@@ -189,7 +189,10 @@ TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
   QMat q = make_affine(9, 512, 4, 64, DType::BF16, 1, rng);
   compare(slice_cols(q.view, 128, 256), 2, rng, "bf16dot column slice", 16.f, 1.f, q4_bf16dot_rows);
   compare(q.view.slice_rows(3, 5), 1, rng, "bf16dot row slice", 16.f, 1.f, q4_bf16dot_rows);
-  EXPECT_FALSE(q4_bf16dot_handles(q.view, 3));  // prefill blocks stay on the portable kernels
+  EXPECT_TRUE(q4_bf16dot_handles(q.view, 16));
+  EXPECT_FALSE(q4_bf16dot_handles(q.view, 17));  // prefill blocks go to the gemm
+  for (int64_t n_tok : {3, 16})
+    compare(q.view, n_tok, rng, "bf16dot affine 4-bit tokens", 16.f, 1.f, q4_bf16dot_rows);
   QMat q8 = make_affine(3, 256, 8, 64, DType::BF16, 1, rng);
   EXPECT_FALSE(q4_bf16dot_handles(q8.view, 1));
   // Switched off, the same call gives the portable kernel's result, which differs in rounding.
