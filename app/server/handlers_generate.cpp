@@ -268,7 +268,6 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
       o.max_tokens = p.max_tokens >= 0
                          ? std::min<int64_t>(p.max_tokens, ctx.ctx_size - 1 - int64_t(ids.size()))
                          : ctx.ctx_size - 1 - int64_t(ids.size());
-      if (!p.forced.empty()) o.max_tokens = std::min<int64_t>(o.max_tokens, p.forced.size());
       std::shared_ptr<GrammarConstraint> gc;
       const std::string param =
           !cr.gen.grammar.empty() ? "grammar"

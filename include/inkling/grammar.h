@@ -25,7 +25,9 @@ class Grammar {
   // Parses GBNF-like text (docs/grammar.md). `<|name|>` terminals are special tokens looked up
   // in `tok` (an error without one). Errors: "[grammar] line L, column C: ...", undefined rules,
   // a missing `root`, left recursion, rules that can never finish.
-  static Result<Grammar> parse(std::string_view text, const Tokenizer* tok = nullptr);
+  // `root` names the start rule.
+  static Result<Grammar> parse(std::string_view text, const Tokenizer* tok = nullptr,
+                               const std::string& root = "root");
   // Any JSON value (json_object mode uses json_object_gbnf()).
   static std::string json_value_gbnf();
   static std::string json_object_gbnf();

@@ -164,9 +164,9 @@ const std::vector<uint64_t>& GrammarConstraint::allowed() {
     // After this token, left - 1 remain, and the end token needs one of them.
     const int64_t left = m.opts.max_tokens - m.generated;
     const int64_t after = left - (m.opts.eos_ids.empty() ? 0 : 1);
-    const int32_t d = m.core.distance(m.state);
-    // A budget already too small to finish: at least head for the end.
-    limit = int32_t(std::clamp<int64_t>(after, d, INT32_MAX / 2));
+    // A budget already too small to finish (by the byte count, an upper bound) is not enforced:
+    // the output will be cut off either way.
+    if (after >= m.core.distance(m.state)) limit = int32_t(std::min<int64_t>(after, INT32_MAX / 2));
   }
   m.compute(limit);
   return m.allowed;

@@ -91,8 +91,8 @@ void append_utf8(uint32_t c, std::string* s) {
 
 class Parser {
  public:
-  Parser(std::string_view text, const Tokenizer* tok, Grammar::Impl* g)
-      : s_(text), tok_(tok), g_(g) {}
+  Parser(std::string_view text, const Tokenizer* tok, Grammar::Impl* g, std::string root)
+      : s_(text), tok_(tok), g_(g), root_(std::move(root)) {}
 
   Status run() {
     skip_space();
@@ -115,8 +115,8 @@ class Parser {
     for (size_t r = 0; r < g_->names.size(); ++r)
       if (!defined_[r])
         return Status::error("[grammar] rule '" + g_->names[r] + "' is used but never defined");
-    auto it = ids_.find("root");
-    if (it == ids_.end()) return Status::error("[grammar] no 'root' rule");
+    auto it = ids_.find(root_);
+    if (it == ids_.end()) return Status::error("[grammar] no '" + root_ + "' rule");
     g_->root = it->second;
     return Status::success();
   }
@@ -520,6 +520,7 @@ class Parser {
   Grammar::Impl* g_;
   std::map<std::string, int32_t> ids_;
   std::vector<bool> defined_;
+  std::string root_;
 };
 
 }  // namespace
@@ -590,9 +591,10 @@ Status finish_grammar(Grammar::Impl* g) {
   return Status::success();
 }
 
-Result<Grammar> Grammar::parse(std::string_view text, const Tokenizer* tok) {
+Result<Grammar> Grammar::parse(std::string_view text, const Tokenizer* tok,
+                               const std::string& root) {
   auto g = std::make_shared<Grammar::Impl>();
-  Parser p(text, tok, g.get());
+  Parser p(text, tok, g.get(), root);
   if (Status st = p.run(); !st.ok()) return st;
   if (Status st = finish_grammar(g.get()); !st.ok()) return st;
   Grammar out;
