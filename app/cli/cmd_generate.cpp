@@ -31,7 +31,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model_dir, token_ids, prompt, dump_logits, dump_activations;
-  std::string json_schema, grammar;  // --json-schema FILE / --grammar FILE
+  std::string json_schema, grammar;   // --json-schema FILE / --grammar FILE
   CLI::Option* prompt_opt = nullptr;  // to tell "not given" from "given empty"
   CLI::Option* ids_opt = nullptr;
   int n_predict = 64;
@@ -93,7 +93,8 @@ Result<std::string> grammar_text(const GenerateArgs& a) {
   if (schema.is_discarded())
     return Status::error("--json-schema: '" + a.json_schema + "' is not valid JSON");
   auto g = json_schema_to_gbnf(schema);
-  if (!g.ok()) return Status::error("--json-schema: " + a.json_schema + ": " + g.status().message());
+  if (!g.ok())
+    return Status::error("--json-schema: " + a.json_schema + ": " + g.status().message());
   return g;
 }
 
@@ -300,8 +301,9 @@ int run_generate(const GenerateArgs& a) {
     if (params->logprobs) j["logprobs"] = logprobs_json(tokenizer.get(), lps);
     if (grammar) {
       const GrammarStats& gs = grammar->stats();
-      j["grammar"] = {{"complete", grammar->complete()},
-                      {"mask_us_per_token", gs.masks ? 1e6 * gs.mask_seconds / double(gs.masks) : 0}};
+      j["grammar"] = {
+          {"complete", grammar->complete()},
+          {"mask_us_per_token", gs.masks ? 1e6 * gs.mask_seconds / double(gs.masks) : 0}};
     }
     j["prefill_tok_s"] = prefill_tps;
     j["decode_tok_s"] = decode_tps;
