@@ -82,6 +82,7 @@ struct GrammarStats {
   int64_t walks = 0;        // trie walks (cold masks + budget-mode masks)
   int64_t nodes = 0;        // trie nodes visited by those walks
   double mask_seconds = 0;  // time inside apply()
+  double walk_seconds = 0;  // ... of which in trie walks
 };
 
 class GrammarConstraint : public TokenConstraint {

@@ -4,6 +4,7 @@
 // checked by id. Near the end of the token budget only tokens that shorten the way to the end
 // of the grammar are allowed.
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <limits>
 
@@ -97,18 +98,24 @@ struct GrammarConstraint::Impl {
     const size_t words = (vocab->n_tokens() + 63) / 64;
     std::vector<uint64_t>* m = core.mask(state);
     if (!m) {
+      const auto t0 = std::chrono::steady_clock::now();
       std::vector<uint64_t> fresh(words, 0);
       ++stats.walks;
       max_dist = 0;
       walk(0, state, -1, &fresh);
       m = core.set_mask(state, std::move(fresh), max_dist);
+      stats.walk_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
       ++stats.cached;
     }
     if (limit >= 0 && core.mask_max_distance(state) >= limit) {
+      const auto t0 = std::chrono::steady_clock::now();
       allowed.assign(words, 0);
       ++stats.walks;
       walk(0, state, limit, &allowed);
+      stats.walk_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
       allowed = *m;
       limit = -1;  // every token of the cached mask fits the budget
@@ -186,13 +193,21 @@ std::optional<int32_t> GrammarConstraint::apply(std::span<float> logits) {
   if (!forced) {
     constexpr float kBan = -std::numeric_limits<float>::infinity();
     const size_t n = logits.size(), vocab = std::min(n, m.vocab->n_tokens());
-    for (size_t w = 0; w * 64 < vocab; ++w) {
+    // Whole banned words are filled; otherwise only the banned bits are visited.
+    const size_t full = vocab / 64;
+    for (size_t w = 0; w < full; ++w) {
       const uint64_t bits = a[w];
       if (bits == ~uint64_t(0)) continue;
-      const size_t end = std::min(vocab, w * 64 + 64);
-      for (size_t i = w * 64; i < end; ++i)
-        if (!((bits >> (i & 63)) & 1)) logits[i] = kBan;
+      float* row = logits.data() + w * 64;
+      if (bits == 0) {
+        std::fill(row, row + 64, kBan);
+        continue;
+      }
+      for (uint64_t banned = ~bits; banned; banned &= banned - 1)
+        row[std::countr_zero(banned)] = kBan;
     }
+    for (size_t i = full * 64; i < vocab; ++i)
+      if (!((a[i >> 6] >> (i & 63)) & 1)) logits[i] = kBan;
     for (size_t i = vocab; i < n; ++i) logits[i] = kBan;
   }
   m.stats.mask_seconds +=
