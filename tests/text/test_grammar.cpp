@@ -78,6 +78,16 @@ name ::= [A-Z] [a-z]*   # trailing comment
   EXPECT_EQ(m2.distance(), 5);  // "hi" + ", " + one capital letter
 }
 
+TEST(Grammar, ChainsOfOptionalRulesStayLinear) {
+  std::string text = "root ::=";
+  for (int i = 0; i < 60; ++i) text += " a";
+  text += " \"z\"\na ::= \"\" | \"x\" | ws\nws ::= \" \"?\n";
+  Grammar g = must_parse(text);
+  EXPECT_TRUE(full_match(g, "xx x z"));
+  EXPECT_TRUE(full_match(g, "z"));
+  EXPECT_FALSE(full_match(g, std::string(61, 'x') + "z"));
+}
+
 TEST(Grammar, UnicodeClassesMatchWholeUtf8Characters) {
   Grammar g = must_parse("root ::= [à-ÿ€-€😀-😂]+ [^a-z]");
   EXPECT_TRUE(full_match(g, "é€😁Z"));

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "inkling/grammar.h"
@@ -106,6 +107,15 @@ class MatcherCore {
   std::unordered_map<uint64_t, std::vector<int32_t>> state_index_;
   int32_t initial_ = 0;
   size_t masks_ = 0;  // states holding a cached mask
+  // Frames expanded during the current closure: a frame reached twice (through rules that can
+  // be empty) yields the same stacks, so it is expanded once (else `a? a? a? ...` is
+  // exponential).
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+      return std::hash<uint64_t>()(p.first * 0x9e3779b97f4a7c15ull ^ p.second);
+    }
+  };
+  std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen_;
 };
 
 struct VocabIndex::Impl {

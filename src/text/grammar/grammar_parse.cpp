@@ -13,6 +13,7 @@ namespace {
 
 constexpr int kMaxRepeat = 1000;
 constexpr size_t kMaxRules = 200000;
+constexpr size_t kMaxElements = size_t(1) << 20;  // elements a repetition may copy out
 
 struct Range {
   uint32_t lo, hi;
@@ -486,6 +487,11 @@ class Parser {
       } else {
         return Status::success();
       }
+      const size_t copies = size_t(std::max(lo, hi < 0 ? lo + 1 : hi));
+      elements_ += prim->size() * copies;
+      if (elements_ > kMaxElements)
+        return error(i_, "grammar too large (repetitions expand to over " +
+                             std::to_string(kMaxElements) + " elements)");
       *prim = repeat(*prim, lo, hi);
     }
     return Status::success();
@@ -521,6 +527,7 @@ class Parser {
   std::map<std::string, int32_t> ids_;
   std::vector<bool> defined_;
   std::string root_;
+  size_t elements_ = 0;
 };
 
 }  // namespace

@@ -20,6 +20,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 MatcherCore::MatcherCore(std::shared_ptr<const Grammar::Impl> g) : g_(std::move(g)) {
   std::vector<int32_t> stacks;
+  seen_.clear();
   for (size_t a = 0; a < g_->rules[size_t(g_->root)].size(); ++a)
     expand(g_->root, int32_t(a), 0, kAccept, &stacks, 0);
   initial_ = intern(std::move(stacks));
@@ -43,6 +44,11 @@ int32_t MatcherCore::node(int32_t rule, int32_t alt, int32_t pos, int32_t parent
 void MatcherCore::expand(int32_t rule, int32_t alt, int32_t pos, int32_t parent,
                          std::vector<int32_t>* out, int depth) {
   if (depth > kMaxDepth) return;  // unreachable for checked grammars; never loop
+  if (!seen_
+           .insert({(uint64_t(uint32_t(rule)) << 32) | uint32_t(alt),
+                    (uint64_t(uint32_t(pos)) << 32) | uint32_t(parent)})
+           .second)
+    return;
   const auto& seq = g_->rules[size_t(rule)][size_t(alt)];
   if (size_t(pos) == seq.size()) {
     if (parent == kAccept) {
@@ -99,6 +105,7 @@ int32_t MatcherCore::intern(std::vector<int32_t> stacks) {
 int32_t MatcherCore::compute_byte(int32_t state, uint8_t b) {
   if (!states_[size_t(state)].first.test(b)) return kDead;
   std::vector<int32_t> next;
+  seen_.clear();
   const std::vector<int32_t> stacks = states_[size_t(state)].stacks;  // expand() may grow states_
   for (int32_t s : stacks) {
     if (s == kAccept) continue;
@@ -117,6 +124,7 @@ int32_t MatcherCore::step_token(int32_t state, int32_t id) {
     if (auto it = m.find(id); it != m.end()) return it->second;
   }
   std::vector<int32_t> next;
+  seen_.clear();
   const std::vector<int32_t> stacks = states_[size_t(state)].stacks;
   for (int32_t s : stacks) {
     if (s == kAccept) continue;
