@@ -434,6 +434,8 @@ void handle_completions(Context& ctx, const std::string& raw, httplib::Response&
   if (auto e = completion_grammar(cr.gen, &grammar)) return send_error(res, *e);
   JobParams p = job_params(ctx, cr.gen, ids, false);
   p.forced = ctx.forced_for(prompt_text);
+  // The prompt minus its last token: the same prompt again (a retry, another sample) reuses it.
+  if (ids.size() > 1) p.snapshot_at.push_back(int64_t(ids.size()) - 1);
   if (!grammar.empty()) {
     GrammarConstraintOptions o;
     o.eos_ids = ctx.eos_ids;
