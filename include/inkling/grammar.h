@@ -81,6 +81,7 @@ struct GrammarStats {
   int64_t cached = 0;       // ... of which found their state's mask cached
   int64_t walks = 0;        // trie walks (cold masks + budget-mode masks)
   int64_t nodes = 0;        // trie nodes visited by those walks
+  int64_t skipped = 0;      // ... and nodes taken whole (every byte below loops to one state)
   double mask_seconds = 0;  // time inside apply()
   double walk_seconds = 0;  // ... of which in trie walks
 };

@@ -57,6 +57,26 @@ std::shared_ptr<const VocabIndex> VocabIndex::build(const Tokenizer& tok) {
     if (nodes[size_t(path.back())].token < 0) nodes[size_t(path.back())].token = id;
     prev = b;
   }
+  // Subtree extents and, for the larger subtrees, the bytes below each node (bottom-up over the
+  // preorder).
+  const size_t n = nodes.size();
+  impl->end.assign(n, 0);
+  impl->below_index.assign(n, -1);
+  std::vector<std::bitset<256>> below(n);
+  for (size_t k = n; k-- > 0;) {
+    int32_t e = int32_t(k) + 1;
+    for (int32_t c = nodes[k].first_child; c >= 0; c = nodes[size_t(c)].next_sibling) {
+      below[k].set(nodes[size_t(c)].byte);
+      below[k] |= below[size_t(c)];
+      e = impl->end[size_t(c)];
+    }
+    impl->end[k] = e;
+  }
+  for (size_t k = 0; k < n; ++k)
+    if (impl->end[k] - int32_t(k) >= Impl::kMinSkip) {
+      impl->below_index[k] = int32_t(impl->below.size());
+      impl->below.push_back(below[k]);
+    }
   auto out = std::shared_ptr<VocabIndex>(new VocabIndex());
   out->impl_ = std::move(impl);
   return out;
@@ -81,12 +101,24 @@ struct GrammarConstraint::Impl {
       const int32_t s2 = core.step_byte(st, n.byte);
       ++stats.nodes;
       if (s2 < 0) continue;
-      if (n.token >= 0) {
-        const int32_t d = core.distance(s2);
-        if (limit < 0 || d < limit) {
-          (*m)[size_t(n.token) >> 6] |= uint64_t(1) << (n.token & 63);
-          max_dist = std::max(max_dist, d);
-        }
+      const int32_t d = core.distance(s2);
+      const bool fits = limit < 0 || d < limit;
+      if (n.token >= 0 && fits) {
+        (*m)[size_t(n.token) >> 6] |= uint64_t(1) << (n.token & 63);
+        max_dist = std::max(max_dist, d);
+      }
+      // Every byte below this node loops back to s2 (a run of ordinary string characters): all
+      // the tokens below end in s2 too; take them without walking.
+      const int32_t bi = vocab->impl().below_index[size_t(c)];
+      if (bi >= 0 && (vocab->impl().below[size_t(bi)] & ~core.loop_bytes(s2)).none()) {
+        if (!fits) continue;
+        const int32_t end = vocab->impl().end[size_t(c)];
+        for (int32_t k = c + 1; k < end; ++k)
+          if (const int32_t t = nodes[size_t(k)].token; t >= 0)
+            (*m)[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
+        max_dist = std::max(max_dist, d);
+        stats.skipped += end - c - 1;
+        continue;
       }
       walk(c, s2, limit, m);
     }

@@ -67,6 +67,9 @@ class MatcherCore {
   const std::vector<int32_t>& tokens(int32_t state) const { return states_[size_t(state)].tokens; }
   // Bytes some stack of the state can take (a quick filter for the trie walk).
   const std::bitset<256>& first_bytes(int32_t state) const { return states_[size_t(state)].first; }
+  // Bytes that lead from the state back to itself (inside `x*`, e.g. a JSON string's ordinary
+  // characters): a token made only of them ends where it started.
+  const std::bitset<256>& loop_bytes(int32_t state);
   // The cached allowed-token mask of a state, and the largest distance a token it allows leads
   // to (so a budget check can skip the walk).
   std::vector<uint64_t>* mask(int32_t state) { return states_[size_t(state)].mask.get(); }
@@ -91,6 +94,7 @@ class MatcherCore {
     std::unordered_map<int32_t, int32_t> token_next;
     std::unique_ptr<std::vector<uint64_t>> mask;
     int32_t mask_maxd = 0;
+    std::unique_ptr<std::bitset<256>> loop;
   };
   int32_t node(int32_t rule, int32_t alt, int32_t pos, int32_t parent);
   void expand(int32_t rule, int32_t alt, int32_t pos, int32_t parent, std::vector<int32_t>* out,
@@ -124,7 +128,13 @@ struct VocabIndex::Impl {
     int32_t token = -1;  // the ordinary token whose bytes end here
     uint8_t byte = 0;
   };
-  std::vector<Node> nodes;  // [0] = root (no byte); preorder
+  std::vector<Node> nodes;   // [0] = root (no byte); preorder
+  std::vector<int32_t> end;  // per node: one past its subtree in `nodes` (preorder)
+  // Per node: index into `below` of the bytes used in its subtree (its own byte excluded), for
+  // subtrees of at least kMinSkip nodes; -1 otherwise.
+  static constexpr int32_t kMinSkip = 8;
+  std::vector<int32_t> below_index;
+  std::vector<std::bitset<256>> below;
   size_t n_tokens = 0;
   std::vector<int32_t> specials;   // added-token ids (never in the trie)
   std::vector<std::string> bytes;  // per id: ordinary-token bytes ("" for specials)

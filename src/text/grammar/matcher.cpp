@@ -117,6 +117,17 @@ int32_t MatcherCore::compute_byte(int32_t state, uint8_t b) {
   return intern(std::move(next));
 }
 
+const std::bitset<256>& MatcherCore::loop_bytes(int32_t state) {
+  if (!states_[size_t(state)].loop) {
+    std::bitset<256> loop;
+    const std::bitset<256> first = states_[size_t(state)].first;
+    for (int b = 0; b < 256; ++b)
+      if (first.test(size_t(b)) && step_byte(state, uint8_t(b)) == state) loop.set(size_t(b));
+    states_[size_t(state)].loop = std::make_unique<std::bitset<256>>(loop);
+  }
+  return *states_[size_t(state)].loop;
+}
+
 int32_t MatcherCore::step_token(int32_t state, int32_t id) {
   if (state < 0) return kDead;
   {
