@@ -36,7 +36,7 @@ TEST(Grammar, ParseErrorsNameLineAndColumn) {
       {"root ::= a", "rule 'a' is used but never defined"},
       {"x ::= \"a\"", "no 'root' rule"},
       {"root ::= root \"a\" | \"b\"", "left-recursive"},
-      {"root ::= x \"a\"\nx ::= \"\" | x", "left-recursive"},
+      {"root ::= x \"a\"\nx ::= \"\" | y x \"b\"\ny ::= \"\"", "left-recursive"},
       {"root ::= \"a\" root", "can never finish"},
       {"root ::= [b-a]", "out of order"},
       {"root ::= \"a\"{3,2}", "n < m"},
@@ -86,6 +86,11 @@ TEST(Grammar, ChainsOfOptionalRulesStayLinear) {
   EXPECT_TRUE(full_match(g, "xx x z"));
   EXPECT_TRUE(full_match(g, "z"));
   EXPECT_FALSE(full_match(g, std::string(61, 'x') + "z"));
+  // Repeating something that can be empty (a fuzzer find: the pattern "(-[0-9]{2})?*").
+  Grammar rep = must_parse("root ::= ( \"a\"? )* ( \"b\"* )+ \"c\"");
+  EXPECT_TRUE(full_match(rep, "aabbc"));
+  EXPECT_TRUE(full_match(rep, "c"));
+  EXPECT_FALSE(full_match(rep, "ba"));
 }
 
 TEST(Grammar, UnicodeClassesMatchWholeUtf8Characters) {

@@ -566,9 +566,12 @@ Status finish_grammar(Grammar::Impl* g) {
   std::vector<std::vector<int32_t>> left(n);
   for (size_t r = 0; r < n; ++r)
     for (const auto& alt : g->rules[r])
-      for (const GElem& e : alt) {
+      for (size_t k = 0; k < alt.size(); ++k) {
+        const GElem& e = alt[k];
         if (e.kind != GElem::kRule) break;
-        left[r].push_back(e.value);
+        // A reference in tail position is expanded on the same parent (the finished frame is
+        // popped first), so reaching it again ends the closure: `(x?)*` is fine.
+        if (k + 1 < alt.size()) left[r].push_back(e.value);
         if (g->rule_min[size_t(e.value)] != 0) break;
       }
   std::vector<uint8_t> color(n, 0);  // 0 new, 1 on the path, 2 done
