@@ -271,6 +271,19 @@ def chat_requests():
         if i % 5 == 4:
             req["add_generation_prompt"] = False
         add(req)
+    # Integers beyond 64 bits in tool-call arguments, as strings (OpenAI clients) and as objects
+    # (within uint64: JSON parsers in C++ keep those), and in a tool's parameters: Python keeps
+    # every one exact, never 1.2345678901234567e+19.
+    big_args = ('{"big":12345678901234567890,"bigger":123456789012345678901234567890,'
+                '"neg":-98765432109876543210,"edge":18446744073709551616,"f":1.0,"e":1e2,'
+                '"small":-1,"nested":[9223372036854775808,{"z":-9223372036854775809}]}')
+    add({"messages": [U("big"), A(None, tool_calls=[tc("f", big_args, "b1")]),
+                      {"role": "tool", "tool_call_id": "b1", "content": "ok"}]})
+    add({"messages": [U("big"), A("", tool_calls=[tc("f", {"u64": 12345678901234567890,
+                                                           "i64": -9223372036854775808})])]})
+    add({"messages": [U("big")], "tools": [{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "object", "properties": {"n": {
+            "type": "integer", "default": 12345678901234567890, "maximum": 18446744073709551615}}}}}]})
     return R
 
 

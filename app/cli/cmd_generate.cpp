@@ -18,6 +18,7 @@
 #include "draft_option.h"
 #include "expert_parallel_option.h"
 #include "inkling/engine.h"
+#include "inkling/grammar.h"
 #include "inkling/sampler.h"
 #include "inkling/speculative.h"
 #include "inkling/tokenizer.h"
@@ -34,6 +35,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model_dir, token_ids, prompt, prompt_file, dump_logits, dump_activations;
+  std::string json_schema, grammar;   // --json-schema FILE / --grammar FILE
   CLI::Option* prompt_opt = nullptr;  // to tell "not given" from "given empty"
   CLI::Option* file_opt = nullptr;
   CLI::Option* ids_opt = nullptr;
@@ -79,6 +81,28 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text) {
   INK_RETURN_IF_ERROR(flush());
   if (ids.empty()) return Status::error("--token-ids: no token ids given");
   return ids;
+}
+
+Result<std::string> read_text(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(std::string(flag) + ": cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// --json-schema / --grammar: the grammar text (a schema is compiled, strictly).
+Result<std::string> grammar_text(const GenerateArgs& a) {
+  if (!a.grammar.empty()) return read_text(a.grammar, "--grammar");
+  auto text = read_text(a.json_schema, "--json-schema");
+  if (!text.ok()) return text;
+  auto schema = nlohmann::ordered_json::parse(text.value(), nullptr, false);
+  if (schema.is_discarded())
+    return Status::error("--json-schema: '" + a.json_schema + "' is not valid JSON");
+  auto g = json_schema_to_gbnf(schema);
+  if (!g.ok())
+    return Status::error("--json-schema: " + a.json_schema + ": " + g.status().message());
+  return g;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -159,6 +183,8 @@ int run_generate(const GenerateArgs& a) {
   if (a.draft > 0 && a.media.any()) return fail("--draft: not available with --image/--audio", 2);
   params->logprobs = a.logprobs >= 0;
   params->top_logprobs = std::max(a.logprobs, 0);
+  const bool constrained = !a.json_schema.empty() || !a.grammar.empty();
+  if (constrained && a.draft > 0) return fail("--draft: not available with a grammar", 2);
   // A tokenizer is optional: with one, text prompts work and the output is also printed as text.
   std::shared_ptr<const Tokenizer> tokenizer;
   if (auto t = Tokenizer::load(a.model_dir); t.ok()) {
@@ -197,6 +223,22 @@ int run_generate(const GenerateArgs& a) {
   const auto& prompt = ids.value();
   Sampler sampler(*params);
   sampler.set_prompt(prompt);
+  std::shared_ptr<GrammarConstraint> grammar;
+  if (constrained) {
+    if (!tokenizer) return fail("--json-schema / --grammar need the model's tokenizer files", 2);
+    auto text = grammar_text(a);
+    if (!text.ok()) return fail(text.status().message(), 2);
+    auto g = Grammar::parse(text.value(), tokenizer.get());
+    if (!g.ok())
+      return fail((a.grammar.empty() ? "--json-schema: " : "--grammar: " + a.grammar + ": ") +
+                      g.status().message(),
+                  2);
+    GrammarConstraintOptions go;
+    go.eos_ids = info.eos_ids;
+    go.max_tokens = a.n_predict;
+    grammar = std::make_shared<GrammarConstraint>(g.value(), VocabIndex::build(*tokenizer), go);
+    sampler.attach(grammar);
+  }
   std::unique_ptr<SpeculativeDecoder> spec;
   const bool speculate = a.draft > 0 && a.n_predict > 0;
   if (speculate) {
@@ -338,6 +380,12 @@ int run_generate(const GenerateArgs& a) {
     j["finish_reason"] = finish;
     if (tokenizer) j["text"] = text;
     if (params->logprobs) j["logprobs"] = logprobs_json(tokenizer.get(), lps);
+    if (grammar) {
+      const GrammarStats& gs = grammar->stats();
+      j["grammar"] = {
+          {"complete", grammar->complete()},
+          {"mask_us_per_token", gs.masks ? 1e6 * gs.mask_seconds / double(gs.masks) : 0}};
+    }
     j["prefill_tok_s"] = prefill_tps;
     j["decode_tok_s"] = decode_tps;
     if (spec) j["speculative"] = speculative_json(spec->stats());
@@ -348,6 +396,13 @@ int run_generate(const GenerateArgs& a) {
     std::printf("\n");
     std::fflush(stdout);
     if (params->logprobs) print_logprobs(tokenizer.get(), lps);
+    if (grammar) {
+      const GrammarStats& gs = grammar->stats();
+      std::fprintf(stderr, "grammar: %s; masking %.1f us/token (%lld steps, %lld trie walks)\n",
+                   grammar->complete() ? "complete" : "INCOMPLETE (out of tokens)",
+                   gs.masks ? 1e6 * gs.mask_seconds / double(gs.masks) : 0.0,
+                   static_cast<long long>(gs.masks), static_cast<long long>(gs.walks));
+    }
     std::fprintf(stderr,
                  "prefill: %zu tokens, %.1f tok/s; decode: %zu tokens, %.1f tok/s; finish: %s\n",
                  prompt.size(), prefill_tps, steps, decode_tps, finish.c_str());
@@ -396,6 +451,12 @@ Runner add_generate(CLI::App& app) {
                     "speculative decoding: K draft tokens per round from the model's MTP depths "
                     "(1 <= K <= depths; 0 = off); same output at temperature 0, same distribution "
                     "otherwise");
+  auto* schema_opt = app.add_option(
+      "--json-schema", a->json_schema,
+      "constrain the output to JSON valid against this JSON Schema file (docs/grammar.md)");
+  app.add_option("--grammar", a->grammar,
+                 "constrain the output to this GBNF-like grammar file (docs/grammar.md)")
+      ->excludes(schema_opt);
   app.add_flag("--json", a->json, "print one JSON object with ids, finish reason and speeds");
   app.add_flag("--special", a->special,
                "print control tokens (<|end_message|>, ...) as text; by default they are left out "

@@ -98,10 +98,8 @@ Err parse_generation(const ojson& b, bool chat, int64_t vocab, GenerationRequest
     g->seed_given = true;
   }
   int64_t n = 1;
-  if (Err e = get_int(b, "n", 1, 1 << 20, &n)) return e;
-  if (n != 1)
-    return bad_request("'n' > 1 is not supported: send one request per choice", "n",
-                       "unsupported_value");
+  if (Err e = get_int(b, "n", 1, kMaxChoices, &n)) return e;
+  g->n = int(n);
   // max_completion_tokens (newer chat name) wins over max_tokens.
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (Err e = get_int(b, key, 1, int64_t(1) << 40, &g->max_tokens)) return e;
@@ -155,10 +153,30 @@ Err parse_generation(const ojson& b, bool chat, int64_t vocab, GenerationRequest
   if (const ojson* rf = field(b, "response_format")) {
     const ojson* t = rf->is_object() ? field(*rf, "type") : nullptr;
     if (!t || !t->is_string()) return type_error("response_format", "an object with a 'type'");
-    if (*t != "text")
-      return bad_request("response_format type '" + t->get<std::string>() +
-                             "' is not supported (no constrained decoding); use 'text'",
+    const std::string type = t->get<std::string>();
+    if (type == "json_object") {
+      g->response_format = ResponseFormat::kJsonObject;
+    } else if (type == "json_schema") {
+      const ojson* js = field(*rf, "json_schema");
+      if (!js || !js->is_object())
+        return type_error("response_format.json_schema", "an object with a 'schema'");
+      const ojson* schema = field(*js, "schema");
+      if (!schema || (!schema->is_object() && !schema->is_boolean()))
+        return type_error("response_format.json_schema.schema", "a JSON Schema object");
+      if (Err e = get_bool(*js, "strict", &g->schema_strict)) return e;
+      g->response_format = ResponseFormat::kJsonSchema;
+      g->json_schema = *schema;
+    } else if (type != "text") {
+      return bad_request("response_format type '" + type +
+                             "' is not supported: use 'text', 'json_object' or 'json_schema'",
                          "response_format", "unsupported_value");
+    }
+  }
+  if (const ojson* gr = field(b, "grammar")) {
+    if (!gr->is_string()) return type_error("grammar", "a string (docs/grammar.md)");
+    g->grammar = gr->get<std::string>();
+    if (g->response_format != ResponseFormat::kText)
+      return bad_request("'grammar' and a JSON 'response_format' cannot be combined", "grammar");
   }
   if (field(b, "suffix")) return bad_request("'suffix' is not supported", "suffix");
   if (field(b, "best_of")) {
@@ -357,7 +375,7 @@ std::optional<ApiError> parse_chat_request(const ojson& body, ChatRequest* out) 
   if (!msgs->is_array() || msgs->empty())
     return type_error("messages", "a non-empty array of messages");
   ojson messages = *msgs;
-  static const std::set<std::string> kRoles = {"system", "user", "assistant", "tool"};
+  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   for (size_t i = 0; i < messages.size(); ++i) {
     ojson& m = messages[i];
     const std::string w = "messages[" + std::to_string(i) + "]";
@@ -366,9 +384,11 @@ std::optional<ApiError> parse_chat_request(const ojson& body, ChatRequest* out) 
     if (!role || !role->is_string()) return type_error(w + ".role", "a string");
     const std::string r = role->get<std::string>();
     if (!kRoles.count(r))
-      return bad_request(
-          "unknown role '" + r + "' in " + w + ": expected one of system, user, assistant, tool",
-          w + ".role", "invalid_role");
+      return bad_request("unknown role '" + r + "' in " + w +
+                             ": expected one of system, developer, user, assistant, tool",
+                         w + ".role", "invalid_role");
+    // OpenAI's newer name for the system role; the template knows only "system".
+    if (r == "developer") m["role"] = "system";
     if (Err e = check_content(m, w, &out->media)) return e;
     for (const char* key : {"name", "tool_call_id", "reasoning_content", "reasoning"})
       if (const ojson* v = field(m, key); v && !v->is_string())
@@ -415,6 +435,7 @@ std::optional<ApiError> parse_chat_request(const ojson& body, ChatRequest* out) 
                              "' needs a non-empty 'tools' list",
                          "tool_choice", "invalid_value");
   }
+  if (Err e = get_bool(body, "parallel_tool_calls", &out->parallel_tool_calls)) return e;
   ojson& r = out->render_request;
   r = ojson::object();
   r["messages"] = std::move(messages);

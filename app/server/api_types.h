@@ -29,6 +29,12 @@ struct ApiError {
 ojson error_body(const ApiError& e);
 ApiError bad_request(std::string message, std::string param = "", std::string code = "");
 
+inline constexpr int kMaxChoices = 16;  // the largest `n`
+
+// response_format: plain text, any JSON object, or JSON matching a schema (constrained decoding,
+// structured.h).
+enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
+
 // Generation options shared by chat and completions.
 struct GenerationRequest {
   SamplingParams sampling;  // temperature defaults to 1.0 as in OpenAI's API
@@ -43,6 +49,11 @@ struct GenerationRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool ignore_eos = false;     // extension (vLLM, llama.cpp): keep going past EOS
   std::string model;           // echoed back; any name is accepted
+  int n = 1;                   // choices per request
+  ResponseFormat response_format = ResponseFormat::kText;
+  ojson json_schema;           // kJsonSchema: response_format.json_schema.schema
+  bool schema_strict = false;  // response_format.json_schema.strict
+  std::string grammar;         // extension (llama.cpp): a GBNF-like grammar (docs/grammar.md)
 };
 
 enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
@@ -62,7 +73,8 @@ struct ChatRequest {
   GenerationRequest gen;
   bool has_tools = false;
   ToolChoice tool_choice = ToolChoice::kAuto;
-  std::string tool_name;  // kNamed
+  std::string tool_name;            // kNamed
+  bool parallel_tool_calls = true;  // false: at most one tool call per turn
 };
 
 struct CompletionRequest {

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "scheduler.h"
 #include "server.h"
+#include "structured.h"
 
 namespace inkling::server {
 
@@ -41,6 +42,7 @@ struct Context {
   std::atomic<int64_t> body_bytes_in_use{0};  // request bodies held now (server.cpp, read_body)  //
                                               // connection counters; stopping() while draining
   std::vector<ScriptEntry> script;
+  VocabIndexCache vocab_index;  // for grammar constraints (structured.h)
 
   std::vector<int32_t> forced_for(const std::string& prompt_text) const;
 };

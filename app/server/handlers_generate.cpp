@@ -159,6 +159,7 @@ struct ChatRun {
   std::string model;
   bool stream = false, include_usage = false;
   int64_t consumed = 0;  // tokens that count as completion tokens
+  int index = 0;         // the choice's index (n > 1)
 
   ojson chunk(ojson delta, ojson finish, ojson logprobs = nullptr) const {
     ojson c = {{"id", id},
@@ -166,7 +167,7 @@ struct ChatRun {
                {"created", created},
                {"model", model},
                {"system_fingerprint", nullptr}};
-    c["choices"] = ojson::array({ojson{{"index", 0},
+    c["choices"] = ojson::array({ojson{{"index", index},
                                        {"delta", std::move(delta)},
                                        {"logprobs", std::move(logprobs)},
                                        {"finish_reason", std::move(finish)}}});
@@ -246,6 +247,8 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
       return send_error(res, *e);
   }
   if (auto e = check_length(ctx, ids.size(), "messages")) return send_error(res, *e);
+  std::string grammar;
+  if (auto e = chat_grammar(cr, &grammar)) return send_error(res, *e);
 
   JobParams p = job_params(ctx, cr.gen, ids, true);
   p.media = std::move(media);
@@ -259,54 +262,119 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
       if (first_user < 0) first_user = int64_t(i);
       last_turn = int64_t(i);
     }
-  // ... and the prompt minus its last token: a regenerated answer reuses the whole prompt.
+  // ... and the prompt minus its last token: a regenerated answer (or the other choices of
+  // n > 1) reuses the whole prompt.
   for (int64_t pos : {first_user, last_turn, int64_t(ids.size()) - 1})
     if (pos > 0 && (p.snapshot_at.empty() || p.snapshot_at.back() != pos))
       p.snapshot_at.push_back(pos);
-  if (cr.tool_choice != ToolChoice::kAuto)
-    p.constraint =
-        std::make_shared<ToolChoiceConstraint>(cr.tool_choice, cr.tool_name, *ctx.tok, ctx.ids);
   p.forced = ctx.forced_for(prompt.value());
-  ctx.metrics.prompt_tokens += ids.size();
-  auto job = submit(ctx, std::move(p), res);
-  if (!job) return;
-
-  auto run = std::make_shared<ChatRun>(ctx, job, ChatOutput(ctx.tok, ctx.ids, cr.gen.stop),
-                                       ids.size(), PeerWatch());
-  run->model = cr.gen.model.empty() ? ctx.model_id : cr.gen.model;
-  run->stream = cr.gen.stream;
-  run->include_usage = cr.gen.stream && cr.gen.include_usage;
-
-  if (!run->stream) {
-    ojson lps = ojson::array();
-    const bool alive = run->drive([&](const ChatDelta&, const ojson& lp) {
-      if (!lp.is_null()) lps.push_back(lp);
-      return true;
-    });
-    if (!alive) return client_gone(res);
-    if (job->finish_reason == "error") return send_error(res, job_error(*job));
-    ojson msg = {{"role", "assistant"}};
-    const auto calls = run->out.tool_calls();
-    msg["content"] =
-        run->out.content().empty() && !calls.empty() ? ojson(nullptr) : ojson(run->out.content());
-    if (!run->out.reasoning().empty()) msg["reasoning_content"] = run->out.reasoning();
-    if (!calls.empty()) {
-      msg["tool_calls"] = ojson::array();
-      for (const auto& c : calls)
-        msg["tool_calls"].push_back({{"id", c.id},
-                                     {"type", "function"},
-                                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  p.constrained = !grammar.empty();
+  // Each choice gets its own constraints (they follow its output) and seed.
+  auto params_for = [&](int choice, JobParams* out) -> std::optional<ApiError> {
+    *out = p;
+    out->sampling.seed = p.sampling.seed + uint64_t(choice);
+    if (cr.tool_choice != ToolChoice::kAuto || !cr.parallel_tool_calls)
+      out->constraints.push_back(std::make_shared<ToolChoiceConstraint>(
+          cr.tool_choice, cr.tool_name, *ctx.tok, ctx.ids, !cr.parallel_tool_calls));
+    if (!grammar.empty()) {
+      GrammarConstraintOptions o;
+      o.max_tokens = p.max_tokens >= 0
+                         ? std::min<int64_t>(p.max_tokens, ctx.ctx_size - 1 - int64_t(ids.size()))
+                         : ctx.ctx_size - 1 - int64_t(ids.size());
+      std::shared_ptr<GrammarConstraint> gc;
+      const std::string param =
+          !cr.gen.grammar.empty() ? "grammar"
+          : cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed
+              ? "tools"
+              : "response_format";
+      if (auto e = make_grammar_constraint(grammar, *ctx.tok, ctx.vocab_index.get(*ctx.tok), o,
+                                           param, kChatGrammarStart, &gc))
+        return e;
+      out->constraints.push_back(std::move(gc));
     }
-    ojson choice = {{"index", 0}, {"message", msg}};
-    choice["logprobs"] = job->params.sampling.logprobs ? ojson{{"content", lps}} : ojson(nullptr);
-    choice["finish_reason"] = run->finish_reason();
-    ojson out = {{"id", run->id},
-                 {"object", "chat.completion"},
-                 {"created", run->created},
-                 {"model", run->model},
-                 {"system_fingerprint", nullptr},
-                 {"choices", ojson::array({choice})},
-                 {"usage", run->usage()}};
+    return std::nullopt;
+  };
+  const int n = cr.gen.n;
+  std::vector<std::shared_ptr<ChatRun>> runs;
+  for (int i = 0; i < n; ++i) {
+    JobParams pi;
+    if (auto e = params_for(i, &pi)) {
+      for (auto& r : runs) r->job->cancel();
+      return send_error(res, *e);
+    }
+    ctx.metrics.prompt_tokens += i == 0 ? ids.size() : 0;
+    auto job = submit(ctx, std::move(pi), res);
+    if (!job) {
+      for (auto& r : runs) r->job->cancel();
+      return;
+    }
+    // The other choices start once the first one has run the prompt, from its snapshot.
+    if (i == 0 && n > 1) job->wait_started();
+    auto run = std::make_shared<ChatRun>(ctx, job, ChatOutput(ctx.tok, ctx.ids, cr.gen.stop),
+                                         ids.size(), PeerWatch());
+    run->out.set_ignore_eos(cr.gen.ignore_eos);
+    run->index = i;
+    if (i > 0) {
+      run->id = runs[0]->id;
+      run->created = runs[0]->created;
+    }
+    run->model = cr.gen.model.empty() ? ctx.model_id : cr.gen.model;
+    run->stream = cr.gen.stream;
+    run->include_usage = cr.gen.stream && cr.gen.include_usage;
+    runs.push_back(std::move(run));
+  }
+  auto usage = [runs] {
+    ojson u = runs[0]->usage();
+    int64_t completion = 0, reasoning = 0;
+    for (const auto& r : runs) {
+      completion += r->consumed;
+      reasoning += r->out.reasoning_tokens();
+    }
+    u["completion_tokens"] = completion;
+    u["total_tokens"] = int64_t(runs[0]->prompt_tokens) + completion;
+    u["completion_tokens_details"]["reasoning_tokens"] = reasoning;
+    return u;
+  };
+
+  if (!cr.gen.stream) {
+    ojson choices = ojson::array();
+    for (auto& run : runs) {
+      ojson lps = ojson::array();
+      const bool alive = run->drive([&](const ChatDelta&, const ojson& lp) {
+        if (!lp.is_null()) lps.push_back(lp);
+        return true;
+      });
+      if (!alive) {
+        for (auto& r : runs) r->job->cancel();
+        return client_gone(res);
+      }
+      if (run->job->finish_reason == "error") {
+        for (auto& r : runs) r->job->cancel();
+        return send_error(res, job_error(*run->job));
+      }
+      ojson msg = {{"role", "assistant"}};
+      const auto calls = run->out.tool_calls();
+      msg["content"] =
+          run->out.content().empty() && !calls.empty() ? ojson(nullptr) : ojson(run->out.content());
+      if (!run->out.reasoning().empty()) msg["reasoning_content"] = run->out.reasoning();
+      if (!calls.empty()) {
+        msg["tool_calls"] = ojson::array();
+        for (const auto& c : calls)
+          msg["tool_calls"].push_back(
+              {{"id", c.id},
+               {"type", "function"},
+               {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      }
+      ojson choice = {{"index", run->index}, {"message", msg}};
+      choice["logprobs"] =
+          run->job->params.sampling.logprobs ? ojson{{"content", lps}} : ojson(nullptr);
+      choice["finish_reason"] = run->finish_reason();
+      choices.push_back(std::move(choice));
+    }
+    ojson out = {
+        {"id", runs[0]->id},       {"object", "chat.completion"},   {"created", runs[0]->created},
+        {"model", runs[0]->model}, {"system_fingerprint", nullptr}, {"choices", std::move(choices)},
+        {"usage", usage()}};
     return send_json(res, out);
   }
 
@@ -314,34 +382,49 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [run](size_t, httplib::DataSink& sink) {
+      [runs, usage](size_t, httplib::DataSink& sink) {
         auto write = [&](const ojson& j) { return sse_write(sink, sse_event(dump_json(j))); };
-        if (!write(run->chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) {
-          run->job->cancel();
-          return false;
-        }
-        const bool alive = run->drive([&](const ChatDelta& d, const ojson& lp) {
-          if (d.empty() && lp.is_null()) return true;
-          ojson lps = lp.is_null() ? ojson(nullptr) : ojson{{"content", ojson::array({lp})}};
-          return write(run->chunk(ChatRun::delta_json(d), nullptr, lps));
-        });
-        if (!alive) return false;
-        if (run->job->finish_reason == "error") {
-          write(error_body(job_error(*run->job)));
-        } else {
-          write(run->chunk(ojson::object(), run->finish_reason()));
-          if (run->include_usage) {
-            ojson u = run->chunk(ojson::object(), nullptr);
-            u["choices"] = ojson::array();
-            u["usage"] = run->usage();
-            write(u);
+        auto cancel_all = [&] {
+          for (auto& r : runs) r->job->cancel();
+        };
+        // Choices one after the other (each starts with its role delta, ends with its
+        // finish_reason); the scheduler decodes them together meanwhile.
+        for (auto& run : runs) {
+          if (!write(run->chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) {
+            cancel_all();
+            return false;
           }
+          const bool alive = run->drive([&](const ChatDelta& d, const ojson& lp) {
+            if (d.empty() && lp.is_null()) return true;
+            ojson lps = lp.is_null() ? ojson(nullptr) : ojson{{"content", ojson::array({lp})}};
+            return write(run->chunk(ChatRun::delta_json(d), nullptr, lps));
+          });
+          if (!alive) {
+            cancel_all();
+            return false;
+          }
+          if (run->job->finish_reason == "error") {
+            write(error_body(job_error(*run->job)));
+            cancel_all();
+            sse_write(sink, sse_done());
+            sink.done();
+            return true;
+          }
+          write(run->chunk(ojson::object(), run->finish_reason()));
+        }
+        if (runs[0]->include_usage) {
+          ojson u = runs[0]->chunk(ojson::object(), nullptr);
+          u["choices"] = ojson::array();
+          u["usage"] = usage();
+          write(u);
         }
         sse_write(sink, sse_done());
         sink.done();
         return true;
       },
-      [run](bool) { run->job->cancel(); });
+      [runs](bool) {
+        for (auto& r : runs) r->job->cancel();
+      });
 }
 
 // ---- completions -----------------------------------------------------------------------------
@@ -357,8 +440,28 @@ void handle_completions(Context& ctx, const std::string& raw, httplib::Response&
   if (ids.empty()) return send_error(res, bad_request("the prompt encodes to no tokens", "prompt"));
   if (auto e = check_length(ctx, ids.size(), "prompt")) return send_error(res, *e);
   const std::string prompt_text = cr.prompt_is_ids ? ctx.tok->decode(ids) : cr.prompt_text;
+  if (cr.gen.n != 1)
+    return send_error(res, bad_request("'n' > 1 is supported on /v1/chat/completions only", "n",
+                                       "unsupported_value"));
+  std::string grammar;
+  if (auto e = completion_grammar(cr.gen, &grammar)) return send_error(res, *e);
   JobParams p = job_params(ctx, cr.gen, ids, false);
   p.forced = ctx.forced_for(prompt_text);
+  // The prompt minus its last token: the same prompt again (a retry, another sample) reuses it.
+  if (ids.size() > 1) p.snapshot_at.push_back(int64_t(ids.size()) - 1);
+  if (!grammar.empty()) {
+    GrammarConstraintOptions o;
+    o.eos_ids = ctx.eos_ids;
+    const int64_t room = ctx.ctx_size - 1 - int64_t(ids.size());
+    o.max_tokens = p.max_tokens >= 0 ? std::min(p.max_tokens, room) : room;
+    std::shared_ptr<GrammarConstraint> gc;
+    if (auto e = make_grammar_constraint(grammar, *ctx.tok, ctx.vocab_index.get(*ctx.tok), o,
+                                         cr.gen.grammar.empty() ? "response_format" : "grammar",
+                                         "root", &gc))
+      return send_error(res, *e);
+    p.constraints.push_back(std::move(gc));
+    p.constrained = true;
+  }
   ctx.metrics.prompt_tokens += ids.size();
   const std::vector<int32_t> stop_ids = p.stop_ids;
   const PeerWatch peer;

@@ -101,6 +101,7 @@ ChatDelta ChatOutput::convert(ParseDelta d) {
 
 ChatDelta ChatOutput::push(int32_t id) {
   if (done()) return ChatDelta();
+  if (ignore_eos_ && (id == ids_.end_sampling || id == ids_.endoftext)) return ChatDelta();
   const bool control = id >= ids_.first_control || tok_->is_added(id);
   std::string text = control ? std::string() : dec_.push(id);
   const bool was_reasoning = parser_.in_reasoning();

@@ -53,6 +53,8 @@ class ChatOutput {
              std::vector<std::string> stops);
   ChatDelta push(int32_t id);
   ChatDelta finish();  // flushes held-back text; call once at the end
+  // ignore_eos: end-of-turn tokens are skipped instead of ending the message.
+  void set_ignore_eos(bool on) { ignore_eos_ = on; }
   bool done() const { return parser_.stopped() || content_stop_.hit() || reasoning_stop_.hit(); }
   bool stop_string_hit() const { return content_stop_.hit() || reasoning_stop_.hit(); }
   int64_t reasoning_tokens() const { return reasoning_tokens_; }
@@ -74,6 +76,7 @@ class ChatOutput {
   std::vector<std::string> call_names_;
   std::vector<std::string> call_args_;
   int64_t reasoning_tokens_ = 0;
+  bool ignore_eos_ = false;
 };
 
 // Completions: text of the generated ids (special tokens dropped unless asked) + stop strings.

@@ -63,6 +63,11 @@ bool Job::next(std::vector<TokenEvent>* out, std::chrono::milliseconds max_wait)
   return !out->empty() || !done_;
 }
 
+void Job::wait_started() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return !events_.empty() || done_; });
+}
+
 void Job::emit(TokenEvent ev) {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -194,7 +199,8 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     s->session->reset();
     s->history.clear();
   }
-  const bool speculate = opts_.draft > 0 && !job->params.sampling.logprobs && !media;
+  const bool speculate = opts_.draft > 0 && !job->params.sampling.logprobs && !media &&
+                         !job->params.constrained;
   if (speculate) {
     // The decoder starts from an empty session and owns the depths' state: no prefix reuse.
     s->session->reset();
@@ -217,7 +223,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   s->sampler = std::make_unique<Sampler>(p.sampling);
   s->sampler->set_prompt(prompt);
   if (!p.forced.empty()) s->sampler->attach(std::make_shared<ScriptConstraint>(p.forced));
-  if (p.constraint) s->sampler->attach(p.constraint);
+  for (const auto& c : p.constraints) s->sampler->attach(c);
   --free_slots_;
   metrics_->slots_active += 1;
   metrics_->cached_tokens += uint64_t(s->cached);

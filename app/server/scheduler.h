@@ -37,9 +37,12 @@ struct JobParams {
   // TEST ONLY (--test-script): the script plays the model: token i of the answer gets a logit far
   // above the rest, so it is chosen unless a constraint (tool_choice) bans or forces another.
   std::vector<int32_t> forced;
-  // A decoding constraint (tool_choice) attached to the job's sampler; runs on the scheduler
-  // thread.
-  std::shared_ptr<TokenConstraint> constraint;
+  // Decoding constraints (tool_choice, grammar) attached to the job's sampler in this order; run
+  // on the scheduler thread.
+  std::vector<std::shared_ptr<TokenConstraint>> constraints;
+  // A grammar constraint is among them: decode plainly (a speculative round would show the
+  // constraint draft tokens it never accepts).
+  bool constrained = false;
   // Image/audio input: the tower rows (kept alive with the job) and, per prompt token, the row
   // that replaces its embedding (null for text; empty: no media). `key` is then the prompt's
   // identity for prefix reuse: the prompt with each tower row's position holding a negative id
@@ -62,6 +65,8 @@ class Job {
   // max_wait, returns true with no events when none arrived in time (the caller polls its client).
   bool next(std::vector<TokenEvent>* out);
   bool next(std::vector<TokenEvent>* out, std::chrono::milliseconds max_wait);
+  // Waits until the first token was emitted or the job ended (its prompt has been run).
+  void wait_started();
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 

@@ -74,6 +74,7 @@ const char* route_label(const std::string& path) {
                                   "/"};
   for (const char* r : kRoutes)
     if (path == r) return r;
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   return "other";
 }
 
@@ -126,6 +127,8 @@ constexpr Route kRouteTable[] = {{"/v1/chat/completions", "POST"},
 const Route* find_route(const std::string& path) {
   for (const Route& r : kRouteTable)
     if (path == r.path) return &r;
+  static constexpr Route kModel = {"/v1/models/{id}", "GET"};
+  if (path.rfind("/v1/models/", 0) == 0 && path.size() > 11) return &kModel;
   return nullptr;
 }
 
@@ -304,13 +307,26 @@ void install_routes(Server::Impl& s) {
   post("/v1/completions", handle_completions);
   post("/tokenize", handle_tokenize);
   post("/detokenize", handle_detokenize);
-  http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
-    ojson m = {{"id", ctx.model_id},
-               {"object", "model"},
-               {"created", ctx.created},
-               {"owned_by", "inkling"},
-               {"max_model_len", ctx.ctx_size}};
-    send_json(res, {{"object", "list"}, {"data", ojson::array({m})}});
+  auto model_json = [&ctx] {
+    return ojson{{"id", ctx.model_id},
+                 {"object", "model"},
+                 {"created", ctx.created},
+                 {"owned_by", "inkling"},
+                 {"max_model_len", ctx.ctx_size}};
+  };
+  http.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"object", "list"}, {"data", ojson::array({model_json()})}});
+  });
+  http.Get(R"(/v1/models/(.+))", [&ctx, model_json](const httplib::Request& req,
+                                                    httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id == ctx.model_id) return send_json(res, model_json());
+    ApiError e;
+    e.status = 404;
+    e.message = "The model '" + id + "' does not exist (this server serves '" + ctx.model_id + "')";
+    e.param = "model";
+    e.code = "model_not_found";
+    send_error(res, e);
   });
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     send_json(res, {{"status", "ok"}});

@@ -6,8 +6,9 @@
 namespace inkling::server {
 
 ToolChoiceConstraint::ToolChoiceConstraint(ToolChoice mode, const std::string& name,
-                                           const Tokenizer& tok, const SpecialTokenIds& ids)
-    : mode_(mode), ids_(ids) {
+                                           const Tokenizer& tok, const SpecialTokenIds& ids,
+                                           bool single_call)
+    : mode_(mode), ids_(ids), single_call_(single_call) {
   if (mode == ToolChoice::kNamed) {
     call_prefix_ = tok.encode(name, /*allow_special=*/false);
     call_prefix_.push_back(ids.invoke_tool_json);
@@ -28,6 +29,7 @@ std::optional<int32_t> ToolChoiceConstraint::apply(std::span<float> logits) {
     ban(logits, {ids_.invoke_tool_json, ids_.invoke_tool_text});
     return std::nullopt;
   }
+  if (single_call_ && called_) return ids_.end_sampling;
   if (mode_ == ToolChoice::kAuto) return std::nullopt;
   if (!forced_.empty()) return forced_.front();
   if (called_) return std::nullopt;

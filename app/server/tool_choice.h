@@ -16,8 +16,9 @@ namespace inkling::server {
 
 class ToolChoiceConstraint : public TokenConstraint {
  public:
+  // single_call (parallel_tool_calls: false): the turn ends after its first tool call.
   ToolChoiceConstraint(ToolChoice mode, const std::string& name, const Tokenizer& tok,
-                       const SpecialTokenIds& ids);
+                       const SpecialTokenIds& ids, bool single_call = false);
   std::optional<int32_t> apply(std::span<float> logits) override;
   void accept(int32_t id) override;
 
@@ -30,6 +31,7 @@ class ToolChoiceConstraint : public TokenConstraint {
   std::deque<int32_t> forced_;
   State state_ = State::kHeader;
   bool called_ = false;
+  bool single_call_ = false;
 };
 
 }  // namespace inkling::server

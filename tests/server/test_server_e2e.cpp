@@ -235,9 +235,9 @@ TEST_F(ServerE2E, ErrorStatuses) {
                       R"({"messages":[{"role":"user","content":"x"}],"reasoning_effort":"xhigh"})",
                       "application/json"),
                400, "template error");
-  expect_error(c.Post(path.c_str(), R"({"messages":[{"role":"user","content":"x"}],"n":3})",
+  expect_error(c.Post(path.c_str(), R"({"messages":[{"role":"user","content":"x"}],"n":17})",
                       "application/json"),
-               400, "n > 1");
+               400, "n > 16");
   // Longer than --ctx-size 512: the message names both lengths.
   std::string longtext;
   for (int i = 0; i < 400; ++i) longtext += " word" + std::to_string(i);

@@ -36,6 +36,10 @@ std::string write_script() {
                {"output",
                 "<|content_thinking|>Rhyme.<|end_message|><|message_model|><|content_text|>"
                 "Roses are red<|end_message|><|content_model_end_sampling|>"}});
+  s.push_back({{"when", "twice"},
+               {"output",
+                "<|content_text|>one<|end_message|><|content_model_end_sampling|><|message_model|>"
+                "<|content_text|> two<|end_message|><|content_model_end_sampling|>"}});
   testing::write_file_atomically(path, s.dump());
   return path;
 }
@@ -144,6 +148,30 @@ TEST_F(ServerTools, NamedFunctionIsCalledWhateverTheModelWants) {
   }
   EXPECT_EQ(first_name, "get_weather") << r->body;
   EXPECT_EQ(content.find("Roses"), std::string::npos);
+}
+
+TEST_F(ServerTools, ChatIgnoreEosKeepsGoingPastTheEndOfTurn) {
+  json c = chat("say it twice", nullptr);
+  EXPECT_EQ(c["message"]["content"], "one");
+  EXPECT_EQ(c["finish_reason"], "stop");
+  c = chat("say it twice", nullptr, {{"ignore_eos", true}});
+  EXPECT_EQ(c["message"]["content"], "one two") << c.dump();
+}
+
+TEST_F(ServerTools, RepeatedCompletionPromptReusesItsPrefill) {
+  const json body = {
+      {"prompt",
+       "Once upon a time there was a fox who lived in a forest by the river, and every morning "
+       "it ran"},
+      {"max_tokens", 2}};
+  int st = 0;
+  json a = testing::post_json(server_->port(), "/v1/completions", body, &st);
+  ASSERT_EQ(st, 200) << a.dump();
+  json b = testing::post_json(server_->port(), "/v1/completions", body, &st);
+  ASSERT_EQ(st, 200) << b.dump();
+  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(),
+            b["usage"]["prompt_tokens"].get<int64_t>() - 1)
+      << b.dump();
 }
 
 TEST_F(ServerTools, UnknownNamedFunctionIs400) {

@@ -64,7 +64,7 @@ TEST(ServerRequest, ErrorsNameTheField) {
       {R"({})", "messages"},
       {R"({"messages":[]})", "messages"},
       {R"({"messages":"hi"})", "messages"},
-      {R"({"messages":[{"role":"developer","content":"x"}]})", "messages[0].role"},
+      {R"({"messages":[{"role":"wizard","content":"x"}]})", "messages[0].role"},
       {R"({"messages":[{"role":1,"content":"x"}]})", "messages[0].role"},
       {R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
@@ -80,7 +80,8 @@ TEST(ServerRequest, ErrorsNameTheField) {
       {R"({"messages":[{"role":"user","content":"x"}],"top_p":0})", "top_p"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", "max_tokens"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":1.5})", "max_tokens"},
-      {R"({"messages":[{"role":"user","content":"x"}],"n":2})", "n"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":17})", "n"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":0})", "n"},
       {R"({"messages":[{"role":"user","content":"x"}],"stop":[1]})", "stop[0]"},
       {R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})", "stream"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", "top_logprobs"},
@@ -97,7 +98,15 @@ TEST(ServerRequest, ErrorsNameTheField) {
           "tool_choice":{"type":"function","function":{"name":"g"}}})",
        "tool_choice"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
+       "response_format.json_schema"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
+          "json_schema":{"schema":"x"}}})",
+       "response_format.json_schema.schema"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})",
        "response_format"},
+      {R"({"messages":[{"role":"user","content":"x"}],"grammar":5})", "grammar"},
+      {R"({"messages":[{"role":"user","content":"x"}],"parallel_tool_calls":"no"})",
+       "parallel_tool_calls"},
       {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"abc":1}})", "logit_bias"},
   };
   for (const auto& c : cases) {
@@ -107,6 +116,27 @@ TEST(ServerRequest, ErrorsNameTheField) {
     EXPECT_EQ(e->param, c.param) << c.body << " -> " << e->message;
     EXPECT_FALSE(e->message.empty());
   }
+}
+
+TEST(ServerRequest, StructuredOutputFieldsAndDeveloperRole) {
+  ChatRequest r;
+  auto e = parse_chat_request(ojson::parse(R"({"messages":[{"role":"developer","content":"d"},
+      {"role":"user","content":"u"}],"n":3,"parallel_tool_calls":false,
+      "response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,
+      "schema":{"type":"object"}}}})"),
+                              &r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.render_request["messages"][0]["role"], "system");  // the template's name for it
+  EXPECT_EQ(r.gen.n, 3);
+  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_EQ(r.gen.response_format, ResponseFormat::kJsonSchema);
+  EXPECT_TRUE(r.gen.schema_strict);
+  EXPECT_EQ(r.gen.json_schema, ojson({{"type", "object"}}));
+  ChatRequest j;
+  ASSERT_FALSE(parse_chat_request(ojson::parse(R"({"messages":[{"role":"user","content":"u"}],
+      "response_format":{"type":"json_object"}})"),
+                                  &j));
+  EXPECT_EQ(j.gen.response_format, ResponseFormat::kJsonObject);
 }
 
 TEST(ServerRequest, NullMeansAbsentAndThinkingOffMapsToNone) {

@@ -66,8 +66,10 @@ Result<Json> prepare_message(const Json& m, size_t index) {
           where + ".tool_calls[" + std::to_string(j) + "].function.arguments";
       if (Status s = check_json_depth(fn["arguments"].template get<std::string>(), args_where); !s)
         return bad(s.message());
+      // Checked here; turned into a Value by exact_arguments() (integers of any size exact).
       try {
-        fn["arguments"] = Json::parse(fn["arguments"].template get<std::string>());
+        const Json parsed = Json::parse(fn["arguments"].template get<std::string>());
+        (void)parsed;
       } catch (const std::exception& e) {
         return bad(where + ".tool_calls[" + std::to_string(j) +
                    "].function.arguments is not valid JSON: " + e.what());
@@ -75,6 +77,24 @@ Result<Json> prepare_message(const Json& m, size_t index) {
     }
   }
   return out;
+}
+
+// String tool-call arguments (as OpenAI clients send them) become the object they spell, parsed
+// as Python's json.loads does: 12345678901234567890 and larger stay exact integers, as
+// transformers (and the template's tojson) would print them.
+void exact_arguments(jinja::Value& message) {
+  using jinja::Value;
+  if (!message.is_mapping()) return;
+  const Value* calls = message.dict().find("tool_calls");
+  if (!calls || !calls->is_sequence()) return;
+  for (const Value& call : calls->items()) {
+    if (!call.is_mapping()) continue;
+    const Value* fn = call.dict().find("function");
+    if (!fn || !fn->is_mapping()) continue;
+    const Value* args = fn->dict().find("arguments");
+    if (!args || !args->is_string()) continue;
+    fn->mutable_dict().set(Value::string("arguments"), jinja::value_from_json_text(args->str()));
+  }
 }
 
 template <typename Json>
@@ -118,6 +138,7 @@ Result<std::string> render_impl(const ChatTemplate::Impl& impl, const Json& requ
       Result<Json> m = prepare_message((*msgs)[i], i);
       if (!m.ok()) return m.status();
       messages.push_back(jinja::value_from_json(m.value()));
+      exact_arguments(messages.back());
     }
     vars.set(Value::string("messages"), Value::list(std::move(messages)));
     vars.set(Value::string("tools"), have_tools ? jinja::value_from_json(*tools) : Value::none());

@@ -81,7 +81,7 @@ std::string coerce_key(const Value& k) {
     case Kind::kNone:
       return "null";
     case Kind::kInt:
-      return std::to_string(k.as_int());
+      return k.int_text();
     default:
       throw_type_error("keys must be str, int, float, bool or None, not " + py_type_name(k));
   }
@@ -102,7 +102,7 @@ class Dumper {
         out += v.as_bool() ? "true" : "false";
         return;
       case Kind::kInt:
-        out += std::to_string(v.as_int());
+        out += v.int_text();
         return;
       case Kind::kFloat:
         out += float_json(v.as_double());
@@ -189,6 +189,83 @@ std::string json_dumps(const Value& v, const JsonDumpOptions& opts) {
   Dumper d(opts);
   d.dump(v, 0);
   return std::move(d.out);
+}
+
+namespace {
+
+// nlohmann SAX events -> Values; number_float also carries the literal's text, which is how an
+// integer beyond uint64 (that nlohmann reads as a double) stays exact.
+class ValueSax {
+ public:
+  using J = nlohmann::json;
+  bool null() { return put(Value::none()); }
+  bool boolean(bool b) { return put(Value::boolean(b)); }
+  bool number_integer(J::number_integer_t i) { return put(Value::integer(i)); }
+  bool number_unsigned(J::number_unsigned_t u) {
+    if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return put(Value::integer(static_cast<int64_t>(u)));
+    return put(Value::big_integer(std::to_string(u)));
+  }
+  bool number_float(J::number_float_t d, const J::string_t& text) {
+    const bool integer = !text.empty() && text.find_first_of(".eE") == std::string::npos;
+    return put(integer ? Value::big_integer(text) : Value::number(d));
+  }
+  bool string(J::string_t& s) { return put(Value::string(s)); }
+  bool binary(J::binary_t&) { return put(Value::none()); }
+  bool start_object(std::size_t) { return open(true); }
+  bool key(J::string_t& k) {
+    keys_.back() = k;
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(false); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) {
+    throw TemplateError(ErrorKind::kType,
+                        "invalid JSON at byte " + std::to_string(pos) + ": " + e.what());
+  }
+  Value result;
+
+ private:
+  struct Frame {
+    bool object;
+    Dict dict;
+    std::vector<Value> items;
+  };
+  bool put(Value v) {
+    if (stack_.empty()) {
+      result = std::move(v);
+    } else if (stack_.back().object) {
+      stack_.back().dict.set(Value::string(keys_.back()), std::move(v));
+    } else {
+      stack_.back().items.push_back(std::move(v));
+    }
+    return true;
+  }
+  bool open(bool object) {
+    if (stack_.size() >= kMaxValueDepth)
+      throw TemplateError(ErrorKind::kLimit,
+                          "JSON nesting exceeds " + std::to_string(kMaxValueDepth) + " levels");
+    stack_.push_back(Frame{object, {}, {}});
+    keys_.emplace_back();
+    return true;
+  }
+  bool close() {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    keys_.pop_back();
+    return put(f.object ? Value::dict(std::move(f.dict)) : Value::list(std::move(f.items)));
+  }
+  std::vector<Frame> stack_;
+  std::vector<std::string> keys_;
+};
+
+}  // namespace
+
+Value value_from_json_text(std::string_view text) {
+  ValueSax sax;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
+  return std::move(sax.result);
 }
 
 }  // namespace inkling::jinja

@@ -25,8 +25,14 @@ struct JsonDumpOptions {
 // Python json.dumps(value, ...). Throws TemplateError(kType) for values JSON cannot encode.
 std::string json_dumps(const Value& v, const JsonDumpOptions& opts);
 
-// Converts parsed JSON into a Value. Integers stay ints, floats stay floats; unsigned integers
-// above INT64_MAX (Python would keep them exact) become floats.
+// JSON text -> Value as Python's json.loads builds it: integers of any size stay exact ints
+// (1.0 and 1e2 are floats). Throws TemplateError on invalid JSON or nesting beyond
+// kMaxValueDepth.
+Value value_from_json_text(std::string_view text);
+
+// Converts parsed JSON into a Value. Integers stay ints (beyond int64: exact big integers), floats
+// stay floats. nlohmann has already turned integers beyond uint64 into floats: to keep those
+// exact, parse the text with value_from_json_text().
 template <typename Json>
 Value value_from_json(const Json& j, int depth = 0) {
   if (depth > static_cast<int>(kMaxValueDepth))
@@ -43,7 +49,7 @@ Value value_from_json(const Json& j, int depth = 0) {
       uint64_t u = j.template get<uint64_t>();
       if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         return Value::integer(static_cast<int64_t>(u));
-      return Value::number(static_cast<double>(u));
+      return Value::big_integer(std::to_string(u));
     }
     case nlohmann::json::value_t::number_float:
       return Value::number(j.template get<double>());

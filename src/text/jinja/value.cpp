@@ -1,6 +1,9 @@
 // Value construction, Dict, Python printing (str/repr/float repr), equality, ordering and `in`.
 #include "text/jinja/value.h"
 
+#include <cstdlib>
+#include <limits>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -120,13 +123,28 @@ Value Value::callable(std::string name, std::function<Value(Interpreter&, const 
   return Value(Kind::kCallable, std::shared_ptr<const Callable>(std::move(c)));
 }
 
+Value Value::big_integer(std::string digits) {
+  return Value(Kind::kInt, std::make_shared<const std::string>(std::move(digits)));
+}
+
 int64_t Value::as_int() const {
   if (kind_ == Kind::kBool) return std::get<bool>(v_) ? 1 : 0;
+  if (is_big_int())
+    return std::get<std::shared_ptr<const std::string>>(v_)->front() == '-'
+               ? std::numeric_limits<int64_t>::min()
+               : std::numeric_limits<int64_t>::max();
   return std::get<int64_t>(v_);
+}
+
+std::string Value::int_text() const {
+  if (is_big_int()) return *std::get<std::shared_ptr<const std::string>>(v_);
+  return std::to_string(as_int());
 }
 
 double Value::as_double() const {
   if (kind_ == Kind::kFloat) return std::get<double>(v_);
+  if (is_big_int())
+    return std::strtod(std::get<std::shared_ptr<const std::string>>(v_)->c_str(), nullptr);
   return static_cast<double>(as_int());
 }
 
@@ -154,7 +172,7 @@ bool Value::truthy() const {
     case Kind::kBool:
       return std::get<bool>(v_);
     case Kind::kInt:
-      return std::get<int64_t>(v_) != 0;
+      return is_big_int() || std::get<int64_t>(v_) != 0;
     case Kind::kFloat:
       return std::get<double>(v_) != 0.0;
     case Kind::kString:
@@ -336,7 +354,7 @@ void repr_into(std::string& out, const Value& v, int depth) {
       out += v.as_bool() ? "True" : "False";
       return;
     case Kind::kInt:
-      out += std::to_string(v.as_int());
+      out += v.int_text();
       return;
     case Kind::kFloat:
       out += py_float_repr(v.as_double());

@@ -84,6 +84,10 @@ class Value {
   static Value none() { return Value(Kind::kNone, std::monostate{}); }
   static Value boolean(bool b) { return Value(Kind::kBool, b); }
   static Value integer(int64_t i) { return Value(Kind::kInt, i); }
+  // An integer outside int64 (JSON input; Python keeps it exact): `digits` is its decimal text
+  // ("-"? digits, no leading zeros). Printing (str, repr, tojson) is exact; arithmetic and
+  // comparisons see it saturated to int64 (as_int) or rounded (as_double).
+  static Value big_integer(std::string digits);
   static Value number(double f) { return Value(Kind::kFloat, f); }
   static Value string(std::string s);
   static Value list(std::vector<Value> items);
@@ -109,8 +113,12 @@ class Value {
   bool is_callable() const { return kind_ == Kind::kCallable; }
 
   bool as_bool() const { return std::get<bool>(v_); }
-  int64_t as_int() const;    // int or bool
-  double as_double() const;  // int, bool or float
+  int64_t as_int() const;  // int or bool
+  bool is_big_int() const {
+    return kind_ == Kind::kInt && std::holds_alternative<std::shared_ptr<const std::string>>(v_);
+  }
+  std::string int_text() const;  // an int's exact decimal text
+  double as_double() const;      // int, bool or float
   const std::string& str() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
   const std::vector<Value>& items() const { return std::get<std::shared_ptr<ListData>>(v_)->items; }
   uint32_t depth() const;
