@@ -1,5 +1,6 @@
 // Message assembly and command recognition for `inkling chat` (see chat_input.h).
 #include "chat_input.h"
+#include "trim.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,12 +8,6 @@
 namespace inkling::cli {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;

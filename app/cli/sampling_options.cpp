@@ -1,5 +1,6 @@
 // The sampling options `generate` and `chat` share (see sampling_options.h).
 #include "sampling_options.h"
+#include "trim.h"
 
 #include <cerrno>
 #include <cmath>
@@ -8,16 +9,6 @@
 #include <random>
 
 namespace inkling::cli {
-
-namespace {
-
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
-}  // namespace
 
 Result<std::vector<std::pair<int32_t, float>>> parse_logit_bias(const std::string& text) {
   std::vector<std::pair<int32_t, float>> out;
