@@ -199,8 +199,8 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     s->session->reset();
     s->history.clear();
   }
-  const bool speculate = opts_.draft > 0 && !job->params.sampling.logprobs && !media &&
-                         !job->params.constrained;
+  const bool speculate =
+      opts_.draft > 0 && !job->params.sampling.logprobs && !media && !job->params.constrained;
   if (speculate) {
     // The decoder starts from an empty session and owns the depths' state: no prefix reuse.
     s->session->reset();
