@@ -13,7 +13,7 @@ void install_web_ui(httplib::Server& http) {
     // Inline script and style only; API calls to this origin only; never framed.
     res.set_header("Content-Security-Policy",
                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                   "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                   "connect-src 'self'; img-src 'self' data:; media-src data:; base-uri 'none'; "
                    "form-action 'none'; frame-ancestors 'none'");
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Referrer-Policy", "no-referrer");

@@ -29,10 +29,14 @@ TEST(ServerWeb, ServesTheSelfContainedChatPage) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->get_header_value("Content-Type"), "text/html; charset=utf-8");
   EXPECT_THAT(r->get_header_value("Content-Security-Policy"), HasSubstr("connect-src 'self'"));
+  // Attached images and audio are shown from data: URLs, and from nowhere else.
+  EXPECT_THAT(r->get_header_value("Content-Security-Policy"), HasSubstr("img-src 'self' data:;"));
+  EXPECT_THAT(r->get_header_value("Content-Security-Policy"), HasSubstr("media-src data:;"));
   const std::string& page = r->body;
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
   EXPECT_THAT(page, HasSubstr("<title>inkling chat</title>"));
   EXPECT_THAT(page, HasSubstr("</html>"));
+  EXPECT_THAT(page, HasSubstr("id=\"attach\""));  // images and audio can be attached
   // Nothing loaded from elsewhere: no absolute URL, no src/href attribute with a scheme or a
   // protocol-relative URL (the Markdown renderer's links are built from model text, checked
   // against http(s)/mailto), no @import.
