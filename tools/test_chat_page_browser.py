@@ -8,7 +8,13 @@
   3. reload and find the conversation again (local storage);
   4. press Stop in the middle of a long (scripted) answer;
   5. Markdown from the model is rendered, never executed (a scripted answer with HTML in it);
-  6. screenshots at desktop and phone width (docs/chat-page.png is chat-page-reasoning.png).
+  6. screenshots at desktop and phone width (docs/chat-page.png is chat-page-reasoning.png);
+  7. attachments, on a tiny random model with towers (make_tiny_chat_model --towers 1): a PNG
+     and a WAV picked with the file input, their previews, removing one, the message sent as
+     content parts and answered, the media in the conversation and after a reload; a full
+     storage quota (simulated) saves the chat without its media and says so;
+  8. an image sent to the text-only demo model: the server's 400 is shown in the conversation
+     and the next message still works.
 
     python3 tools/test_chat_page_browser.py --inkling build/inkling --out build/chat-page-shots
 
@@ -41,6 +47,9 @@ def main():
     ap.add_argument("--inkling", default=os.path.join(ROOT, "build/inkling"))
     ap.add_argument("--model", default=os.path.join(ROOT, "models/inkling-demo"))
     ap.add_argument("--out", default=os.path.join(ROOT, "build/chat-page-shots"))
+    ap.add_argument("--maker", default=os.path.join(ROOT, "build/make_tiny_chat_model"),
+                    help="builds the tiny model with towers for the attachment checks")
+    ap.add_argument("--tokenizer-dir", default=os.path.join(ROOT, "tests/data/inkling"))
     args = ap.parse_args()
     try:
         from selenium import webdriver
@@ -75,6 +84,11 @@ def main():
                     "<|content_invoke_tool_json|>{\"name\":\"get_weather\",\"args\":"
                     "{\"city\":\"Paris\"}}<|end_message|><|content_model_end_sampling|>"}], f)
     demo, demo_port = start_server(args.inkling, args.model, ["--test-script", script])
+    mm_model = os.path.join(work, "tiny_mm_model")
+    subprocess.run([args.maker, mm_model, args.tokenizer_dir, "--towers", "1"], check=True,
+                   stdout=subprocess.DEVNULL)
+    mm, mm_port = start_server(args.inkling, mm_model, ["--ctx-size", "2048"])
+    media = os.path.join(ROOT, "tests/fixtures/mm/media")
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
@@ -193,10 +207,88 @@ def main():
         check(not driver.find_element(By.ID, "stop").is_displayed(), "Stop button hidden again")
         # keyboard: the input has focus after an answer
         check(driver.switch_to.active_element.get_attribute("id") == "input", "focus back in input")
+
+        # 7. attachments on a model with towers (another origin: its own local storage)
+        def tray():
+            return driver.find_elements(By.CSS_SELECTOR, "#tray .att")
+
+        def attach(*names):
+            n = len(tray())
+            driver.find_element(By.ID, "file").send_keys(
+                "\n".join(os.path.join(media, x) for x in names))
+            WebDriverWait(driver, 10).until(lambda d: len(tray()) == n + len(names))
+
+        driver.get(f"http://127.0.0.1:{mm_port}/")
+        setting("temp", "0")
+        setting("maxtok", "6")
+        attach("photo_64x90.jpg", "chirp_1.01s.wav")
+        items = tray()
+        check(len(items[0].find_elements(By.TAG_NAME, "img")) == 1, "image preview is a thumbnail")
+        check("chirp_1.01s.wav" in items[1].text and "1.0 s" in items[1].text,
+              "audio preview has name and duration: " + items[1].text)
+        items[0].find_element(By.TAG_NAME, "button").click()  # remove the photo
+        check(len(tray()) == 1 and "chirp" in tray()[0].text, "an attachment can be removed")
+        check(driver.switch_to.active_element.get_attribute("aria-label") == "Remove chirp_1.01s.wav",
+              "focus moves to the next remove button")
+        attach("rgb_37x53.png")
+        send("What do you see and hear?")
+        a = wait_done(1)
+        check(not a.find_elements(By.CLASS_NAME, "error"),
+              "media message answered without error: " + a.text[:200])
+        check(len(tray()) == 0, "the tray is empty after sending")
+        user = driver.find_elements(By.CSS_SELECTOR, ".msg.user")[0]
+        check(len(user.find_elements(By.CSS_SELECTOR, ".media img")) == 1 and
+              len(user.find_elements(By.CSS_SELECTOR, ".media audio")) == 1,
+              "the conversation shows the image and an audio player")
+        driver.save_screenshot(os.path.join(args.out, "chat-page-media.png"))
+        driver.refresh()
+        WebDriverWait(driver, 10).until(lambda d: len(answers()) == 1)
+        img = driver.find_elements(By.CSS_SELECTOR, ".msg.user .media img")
+        check(len(img) == 1 and img[0].get_attribute("src").startswith("data:image/png;base64,") and
+              driver.execute_script("return arguments[0].naturalWidth", img[0]) == 37,
+              "the image is kept in local storage")
+        send("And now?")  # the history with its media goes back to the server
+        a = wait_done(2)
+        check(not a.find_elements(By.CLASS_NAME, "error"), "second turn with media history works")
+        # a full storage quota: the chat is saved without media, with a note
+        driver.execute_script(
+            "const set = Storage.prototype.setItem;"
+            "Storage.prototype.setItem = function (k, v) {"
+            "  if (String(v).length > 4000) throw new DOMException('full', 'QuotaExceededError');"
+            "  return set.call(this, k, v); };")
+        attach("photo_64x90.jpg")
+        send("One more")
+        wait_done(3)
+        note = driver.find_element(By.ID, "note")
+        check(note.is_displayed() and "storage is full" in note.text, "quota note shown: " + note.text)
+        stored = driver.execute_script("return localStorage.getItem('inkling.chats.v1')")
+        check('"dropped":true' in stored and "base64" not in stored and "One more" in stored,
+              "saved without media, text kept")
+        check(len(driver.find_elements(By.CSS_SELECTOR, ".msg.user .media img")) == 2,
+              "media stays on the page until reload")
+        driver.refresh()
+        WebDriverWait(driver, 10).until(lambda d: len(answers()) == 3)
+        check("not kept" in driver.find_element(By.ID, "log").text, "after reload: media marked not kept")
+
+        # 8. media sent to the text-only demo model
+        driver.get(base)
+        driver.find_element(By.ID, "new").click()
+        attach("tiny_3x2.png")
+        send("What is in this picture?")
+        a = wait_done(1)
+        err = a.find_elements(By.CLASS_NAME, "error")
+        check(bool(err) and "HTTP 400" in err[0].text and "left out" in err[0].text,
+              "text-only model: the 400 is shown: " + (err[0].text if err else "none"))
+        send("Tell me a fortune")
+        a = wait_done(2)
+        check(not a.find_elements(By.CLASS_NAME, "error"), "the next message works (refused turn left out)")
+        driver.save_screenshot(os.path.join(args.out, "chat-page-media-error.png"))
     finally:
         driver.quit()
         demo.terminate()
         demo.wait(timeout=20)
+        mm.terminate()
+        mm.wait(timeout=20)
         shutil.rmtree(work, ignore_errors=True)
     print(f"screenshots in {args.out}")
     if failures:
