@@ -244,9 +244,14 @@ def main():
         driver.refresh()
         WebDriverWait(driver, 10).until(lambda d: len(answers()) == 1)
         img = driver.find_elements(By.CSS_SELECTOR, ".msg.user .media img")
+        if img:  # decoded asynchronously
+            WebDriverWait(driver, 10).until(
+                lambda d: d.execute_script("return arguments[0].complete", img[0]))
         check(len(img) == 1 and img[0].get_attribute("src").startswith("data:image/png;base64,") and
-              driver.execute_script("return arguments[0].naturalWidth", img[0]) == 37,
-              "the image is kept in local storage")
+              driver.execute_script("return arguments[0].naturalWidth", img[0]) == 53,  # 53x37 pixels
+              "the image is kept in local storage: " + str([
+                  (i.get_attribute("src")[:40], driver.execute_script(
+                      "return arguments[0].naturalWidth", i)) for i in img]))
         send("And now?")  # the history with its media goes back to the server
         a = wait_done(2)
         check(not a.find_elements(By.CLASS_NAME, "error"), "second turn with media history works")
