@@ -231,6 +231,14 @@ def main():
         check(driver.switch_to.active_element.get_attribute("aria-label") == "Remove chirp_1.01s.wav",
               "focus moves to the next remove button")
         attach("rgb_37x53.png")
+        driver.set_window_size(390, 844)  # phone width: the tray and the form fit
+        time.sleep(0.3)
+        width = driver.execute_script("return document.documentElement.clientWidth")
+        check(all(e.rect["x"] + e.rect["width"] <= width + 1 for e in
+                  tray() + driver.find_elements(By.CSS_SELECTOR, "#send button:not([hidden])")),
+              "attachments and buttons fit at phone width")
+        driver.save_screenshot(os.path.join(args.out, "chat-page-media-phone.png"))
+        driver.set_window_size(1200, 860)
         send("What do you see and hear?")
         a = wait_done(1)
         check(not a.find_elements(By.CLASS_NAME, "error"),
