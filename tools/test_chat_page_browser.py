@@ -12,7 +12,8 @@
   7. attachments, on a tiny random model with towers (make_tiny_chat_model --towers 1): a PNG
      and a WAV picked with the file input, their previews, removing one, the message sent as
      content parts and answered, the media in the conversation and after a reload; a full
-     storage quota (simulated) saves the chat without its media and says so;
+     storage quota (simulated) saves the chat without its media and says so; a 44.1 kHz WAV is
+     flagged in its preview and the server's 400 is shown;
   8. an image sent to the text-only demo model: the server's 400 is shown in the conversation
      and the next message still works.
 
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import wave
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -282,6 +284,24 @@ def main():
         driver.refresh()
         WebDriverWait(driver, 10).until(lambda d: len(answers()) == 3)
         check("not kept" in driver.find_element(By.ID, "log").text, "after reload: media marked not kept")
+
+        # a WAV at 44.1 kHz: flagged in the preview, refused by the server, shown inline
+        wav44 = os.path.join(work, "tone_44k.wav")
+        with wave.open(wav44, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(44100)
+            w.writeframes(b"\0\0" * 22050)
+        driver.find_element(By.ID, "new").click()
+        driver.find_element(By.ID, "file").send_keys(wav44)
+        WebDriverWait(driver, 10).until(lambda d: len(tray()) == 1)
+        check("0.5 s" in tray()[0].text and "44100 Hz" in tray()[0].text,
+              "a 44.1 kHz WAV is flagged: " + tray()[0].text)
+        send("Listen")
+        a = wait_done(1)
+        err = a.find_elements(By.CLASS_NAME, "error")
+        check(bool(err) and "HTTP 400" in err[0].text and "44100" in err[0].text,
+              "the server's refusal is shown: " + (err[0].text if err else "none"))
 
         # 8. media sent to the text-only demo model
         driver.get(base)
