@@ -15,7 +15,7 @@
      storage quota (simulated) saves the chat without its media and says so; a 44.1 kHz WAV is
      flagged in its preview and the server's 400 is shown;
   8. an image sent to the text-only demo model: the server's 400 is shown in the conversation
-     and the next message still works.
+     and the next message still works; a WAV over the server's --max-body-bytes gets its 413.
 
     python3 tools/test_chat_page_browser.py --inkling build/inkling --out build/chat-page-shots
 
@@ -85,7 +85,9 @@ def main():
                     "<|content_thinking|>Let me check.<|end_message|><|message_model|>get_weather"
                     "<|content_invoke_tool_json|>{\"name\":\"get_weather\",\"args\":"
                     "{\"city\":\"Paris\"}}<|end_message|><|content_model_end_sampling|>"}], f)
-    demo, demo_port = start_server(args.inkling, args.model, ["--test-script", script])
+    # A small body limit: a 32 KB WAV (43 KB in base64) gets a 413 in check 8.
+    demo, demo_port = start_server(args.inkling, args.model,
+                                   ["--test-script", script, "--max-body-bytes", "30000"])
     mm_model = os.path.join(work, "tiny_mm_model")
     subprocess.run([args.maker, mm_model, args.tokenizer_dir, "--towers", "1"], check=True,
                    stdout=subprocess.DEVNULL)
@@ -315,6 +317,12 @@ def main():
         send("Tell me a fortune")
         a = wait_done(2)
         check(not a.find_elements(By.CLASS_NAME, "error"), "the next message works (refused turn left out)")
+        attach("chirp_1.01s.wav")
+        send("And this?")
+        a = wait_done(3)
+        err = a.find_elements(By.CLASS_NAME, "error")
+        check(bool(err) and "HTTP 413" in err[0].text and "max-body-bytes" in err[0].text and
+              "left out" in err[0].text, "a body over the limit: " + (err[0].text if err else "none"))
         driver.save_screenshot(os.path.join(args.out, "chat-page-media-error.png"))
     finally:
         driver.quit()
