@@ -108,7 +108,7 @@ class Chat {
   // Image and audio parts of a message (each has one entry in media_).
   static size_t media_parts(const ojson& m) {
     size_t n = 0;
-    if (m["content"].is_array())
+    if (m.contains("content") && m["content"].is_array())
       for (const auto& p : m["content"]) n += p.is_object() && p.value("type", "") != "text";
     return n;
   }
