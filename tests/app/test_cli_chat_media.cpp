@@ -91,45 +91,38 @@ std::vector<size_t> prefilled(const std::string& out) {
 
 TEST_F(CliChatMedia, ImageTurnPrefillsGeneratesPrompt) {
   const std::string q = "What is in the picture?";
-  auto r = chat("/image " + kMedia + "photo_64x90.jpg\n" + q + "\n/stats\nAnd now?\n/stats\n");
+  // /reset drops the attachment: the same question is then the text-only prompt.
+  auto r = chat("/image " + kMedia + "photo_64x90.jpg\n" + q +
+                "\n/stats\nAnd now?\n/stats\n/reset\n" + q + "\n/stats\n");
   EXPECT_EQ(r.err, "");
   const size_t want = generate_prompt({{{"type", "image"}}, {{"type", "text"}, {"text", q}}},
                                       {"--image", kMedia + "photo_64x90.jpg"});
   const size_t plain = generate_prompt({{{"type", "text"}, {"text", q}}}, {});
   ASSERT_GT(want, plain + 100);  // the photo's tiles
   const auto n = prefilled(r.out);
-  ASSERT_EQ(n.size(), 2u) << r.out;
+  ASSERT_EQ(n.size(), 3u) << r.out;
   EXPECT_EQ(n[0], want);
   // The second turn extends the first prompt's state: only its new tokens are prefilled.
   EXPECT_GT(n[1], 0u);
   EXPECT_LT(n[1], 20u);
-  // /reset drops the attachment: the same question is then the text-only prompt.
-  r = chat("/image " + kMedia + "photo_64x90.jpg\n" + q + "\n/reset\n" + q + "\n/stats\n");
-  EXPECT_EQ(prefilled(r.out), std::vector<size_t>{plain}) << r.out;
+  EXPECT_EQ(n[2], plain);
 }
 
-TEST_F(CliChatMedia, AudioAndImageInOneMessage) {
+// Bad files are one line each and attach nothing; the good ones that follow go with the message.
+TEST_F(CliChatMedia, BadFilesThenAudioAndImageInOneMessage) {
   const std::string q = "What do you hear?";
-  auto r = chat("/audio " + kMedia + "tone_0.23s.wav\n/image " + kMedia + "tiny_3x2.png\n" + q +
-                "\n/stats\n");
-  EXPECT_EQ(r.err, "");
-  const size_t want =
-      generate_prompt({{{"type", "audio"}}, {{"type", "image"}}, {{"type", "text"}, {"text", q}}},
-                      {"--audio", kMedia + "tone_0.23s.wav", "--image", kMedia + "tiny_3x2.png"});
-  EXPECT_EQ(prefilled(r.out), std::vector<size_t>{want}) << r.out;
-}
-
-TEST_F(CliChatMedia, BadFilesAreOneLineAndTheChatGoesOn) {
   auto r = chat("/image " + kMedia + "missing.png\n/image " + kMedia + "tone_0.23s.wav\n/audio " +
-                kMedia + "photo_64x90.jpg\n/image\nHello\n/stats\n");
+                kMedia + "photo_64x90.jpg\n/image\n/audio " + kMedia + "tone_0.23s.wav\n/image " +
+                kMedia + "tiny_3x2.png\n" + q + "\n/stats\n");
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 4) << r.err;
   EXPECT_THAT(r.err, HasSubstr("/image: " + kMedia + "missing.png: cannot open the file"));
   EXPECT_THAT(r.err, HasSubstr("not a PNG or JPEG"));
   EXPECT_THAT(r.err, HasSubstr("/audio: "));
   EXPECT_THAT(r.err, HasSubstr("/image: give a file name"));
-  // Nothing was attached: the message's prompt is the text-only one.
-  EXPECT_EQ(prefilled(r.out),
-            std::vector<size_t>{generate_prompt({{{"type", "text"}, {"text", "Hello"}}}, {})});
+  const size_t want =
+      generate_prompt({{{"type", "audio"}}, {{"type", "image"}}, {{"type", "text"}, {"text", q}}},
+                      {"--audio", kMedia + "tone_0.23s.wav", "--image", kMedia + "tiny_3x2.png"});
+  EXPECT_EQ(prefilled(r.out), std::vector<size_t>{want}) << r.out;
 }
 
 }  // namespace
