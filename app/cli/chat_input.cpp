@@ -29,6 +29,8 @@ const char* chat_help() {
          "  /think on|off      show or hide the model's reasoning\n"
          "  /save FILE         write the conversation as OpenAI JSON ({\"messages\": [...]})\n"
          "  /load FILE         continue a conversation saved by /save (or any OpenAI messages)\n"
+         "  /image FILE        attach a PNG or JPEG to the next message (repeatable)\n"
+         "  /audio FILE        attach a 16 kHz WAV recording to the next message (repeatable)\n"
          "  /stats             timings, context use and memory\n"
          "Input: end a line with \\ to continue on the next line, or put the message between\n"
          "lines starting and ending with \"\"\"; a paste is one message. Start a message with //\n"

@@ -6,6 +6,9 @@
 // On a terminal: line editing and history (libedit), Ctrl-C stops an answer (twice at the prompt
 // leaves), progress for long prompts and a timing line per answer. With stdin or stdout not a
 // terminal: plain lines in, plain text out, no escape codes. Local commands: see chat_help().
+// /image FILE and /audio FILE attach files to the next message: the tower rows stay with the
+// conversation (one entry per image/audio part of messages_, in order), so later turns render
+// the same placeholders and reuse the previous prompt's state as text-only turns do.
 // With --draft K the answer is decoded speculatively with the model's MTP depths (each turn then
 // re-runs the whole conversation: the speculative decoder starts from an empty session).
 #include <signal.h>
@@ -23,11 +26,13 @@
 #include "draft_option.h"
 #include "inkling/chat.h"
 #include "inkling/engine.h"
+#include "inkling/media.h"
 #include "inkling/sampler.h"
 #include "inkling/speculative.h"
 #include "inkling/tokenizer.h"
 #include "kv_option.h"
 #include "line_input.h"
+#include "media_attach.h"
 #include "model_path.h"
 #include "sampling_options.h"
 #include "terminal.h"
@@ -62,6 +67,7 @@ struct ChatArgs {
   int64_t draft_vocab = 0;  // --draft-vocab N
   KvCacheType kv_type = KvCacheType::kF32;
   bool show_reasoning = false, no_history = false;
+  double upscale = -1;  // --upscale for /image (< 0: the model's default)
   SamplingOptions sampling;
 };
 
@@ -99,6 +105,24 @@ class Chat {
     consumed_.clear();
     at_prompt_.reset();
   }
+  // Image and audio parts of a message (each has one entry in media_).
+  static size_t media_parts(const ojson& m) {
+    size_t n = 0;
+    if (m.contains("content") && m["content"].is_array())
+      for (const auto& p : m["content"]) n += p.is_object() && p.value("type", "") != "text";
+    return n;
+  }
+  // Replaces the conversation (/reset, /system, /load): the attachments go with it.
+  void replace_messages(ojson m) {
+    messages_ = std::move(m);
+    if (!media_.empty()) forget_state();  // the same placeholder ids may carry other rows next
+    media_.clear();
+    pending_.clear();
+  }
+  void drop_last_message() {
+    media_.resize(media_.size() - media_parts(messages_.back()));
+    messages_.erase(messages_.size() - 1);
+  }
   // Drops the oldest turn (a user message and everything up to the next user message).
   bool drop_oldest_turn() {
     size_t i = first_turn();
@@ -106,16 +130,31 @@ class Chat {
     size_t j = i + 1;
     while (j < messages_.size() && messages_[j]["role"] != "user") ++j;
     if (j >= messages_.size()) return false;  // that is the turn being asked now
+    size_t n = 0;
+    for (size_t k = i; k < j; ++k) n += media_parts(messages_[k]);
+    media_.erase(media_.begin(), media_.begin() + ptrdiff_t(n));
+    if (n > 0) forget_state();
     messages_.erase(messages_.begin() + ptrdiff_t(i), messages_.begin() + ptrdiff_t(j));
     return true;
   }
-  Result<std::vector<int32_t>> render() const {
-    ojson request = {{"messages", messages_}};
+  // The prompt's ids with each placeholder expanded to its attachment's rows (rows[i]: the
+  // tower row of position i, null for text; filled only when `rows` is given).
+  Result<std::vector<int32_t>> render(const ojson& messages, std::span<const MediaEmbedding> media,
+                                      std::vector<const float*>* rows = nullptr) const {
+    ojson request = {{"messages", messages}};
     if (!effort_.empty()) request["reasoning_effort"] = effort_value(effort_);
     auto prompt = tmpl_->render(request);
     if (!prompt.ok()) return prompt.status();
-    return tokenizer_->encode(prompt.value());
+    std::vector<int32_t> ids = tokenizer_->encode(prompt.value());
+    std::vector<const float*> unused;
+    if (!media.empty())
+      if (Status s = media_rows(*engine_, ids, media, rows ? rows : &unused); !s) return s;
+    return ids;
   }
+  Result<std::vector<int32_t>> render(std::vector<const float*>* rows = nullptr) const {
+    return render(messages_, media_, rows);
+  }
+  void attach(bool image, const std::string& path);
   bool command(const ChatInput& in);  // false: leave
   void turn(const std::string& text);
   void stats() const;
@@ -131,6 +170,8 @@ class Chat {
   std::vector<int32_t> consumed_;  // ids the session holds (the last prompt)
   std::shared_ptr<const SessionSnapshot> at_prompt_;
   ojson messages_ = ojson::array();
+  std::vector<MediaEmbedding> media_;    // the attachments of messages_, in order
+  std::vector<MediaEmbedding> pending_;  // attached for the next message
   std::string effort_;
   bool show_reasoning_ = false;
   bool out_tty_ = false, err_tty_ = false;
@@ -145,10 +186,12 @@ bool Chat::command(const ChatInput& in) {
   if (c == "help" || c == "?") {
     out(chat_help());
   } else if (c == "reset" || c == "clear") {
-    messages_.erase(messages_.begin() + ptrdiff_t(first_turn()), messages_.end());
+    ojson kept = ojson::array();
+    if (has_system()) kept.push_back(messages_[0]);
+    replace_messages(std::move(kept));
     ack("(new conversation)\n");
   } else if (c == "system") {
-    messages_ = ojson::array();
+    replace_messages(ojson::array());
     if (!in.text.empty()) messages_.push_back({{"role", "system"}, {"content", in.text}});
     ack(in.text.empty() ? "(system message removed; new conversation)\n"
                         : "(system message set; new conversation)\n");
@@ -184,15 +227,29 @@ bool Chat::command(const ChatInput& in) {
     if (!m.ok()) {
       note(m.status().message());
     } else {
-      messages_ = std::move(m).value();
+      replace_messages(std::move(m).value());
       ack("(loaded " + std::to_string(messages_.size()) + " messages from " + in.text + ")\n");
     }
+  } else if (c == "image" || c == "audio") {
+    attach(c == "image", in.text);
   } else if (c == "stats") {
     stats();
   } else {
     note("unknown command /" + c + " (/help lists them; start with // to send a leading /)");
   }
   return true;
+}
+
+void Chat::attach(bool image, const std::string& path) {
+  const std::string cmd = image ? "/image" : "/audio";
+  if (path.empty()) return note(cmd + ": give a file name");
+  if (a_.draft > 0) return note(cmd + ": not available with --draft");
+  MediaOptions opts;
+  opts.upscale = a_.upscale >= 0 ? std::optional<double>(a_.upscale) : std::nullopt;
+  auto e = encode_file(*engine_, image, path, opts);
+  if (!e.ok()) return note(cmd + ": " + e.status().message());
+  ack("(attached " + path + ": " + e->description + "; it goes with the next message)\n");
+  pending_.push_back(std::move(e).value());
 }
 
 void Chat::stats() const {
@@ -205,11 +262,24 @@ void Chat::stats() const {
 }
 
 void Chat::turn(const std::string& text) {
-  messages_.push_back({{"role", "user"}, {"content", text}});
-  auto rendered = render();
+  if (pending_.empty()) {
+    messages_.push_back({{"role", "user"}, {"content", text}});
+  } else {
+    // The attachments first, then the text (as --image/--audio place them).
+    ojson parts = ojson::array();
+    for (MediaEmbedding& m : pending_) {
+      parts.push_back({{"type", m.kind == MediaKind::kImage ? "image" : "audio"}});
+      media_.push_back(std::move(m));
+    }
+    pending_.clear();
+    parts.push_back({{"type", "text"}, {"text", text}});
+    messages_.push_back({{"role", "user"}, {"content", parts}});
+  }
+  std::vector<const float*> rows;  // tower rows over the expanded placeholders (else empty)
+  auto rendered = render(&rows);
   if (!rendered.ok()) {
     note("error: " + rendered.status().message());
-    messages_.erase(messages_.size() - 1);
+    drop_last_message();
     return;
   }
   std::vector<int32_t> prompt_ids = std::move(rendered).value();
@@ -219,14 +289,13 @@ void Chat::turn(const std::string& text) {
     ojson alone = ojson::array();
     if (has_system()) alone.push_back(messages_[0]);
     alone.push_back(messages_.back());
-    std::swap(alone, messages_);
-    auto r = render();
-    std::swap(alone, messages_);
+    const size_t own = media_parts(messages_.back());
+    auto r = render(alone, std::span<const MediaEmbedding>(media_).last(own));
     if (r.ok() && int64_t(r->size()) >= ctx_) {
       note("error: this message needs " + std::to_string(r->size()) +
            " tokens of context and the limit is " + std::to_string(ctx_) +
            " (-c/--ctx-size raises it)");
-      messages_.erase(messages_.size() - 1);
+      drop_last_message();
       return;
     }
   }
@@ -235,7 +304,7 @@ void Chat::turn(const std::string& text) {
     int dropped = 0;
     while (int64_t(prompt_ids.size()) + room > ctx_ && drop_oldest_turn()) {
       ++dropped;
-      auto r = render();
+      auto r = render(&rows);
       if (!r.ok()) break;
       prompt_ids = std::move(r).value();
     }
@@ -246,7 +315,7 @@ void Chat::turn(const std::string& text) {
       note("error: this message needs " + std::to_string(prompt_ids.size()) +
            " tokens of context and the limit is " + std::to_string(ctx_) +
            " (-c/--ctx-size raises it)");
-      messages_.erase(messages_.size() - 1);
+      drop_last_message();
       return;
     }
   }
@@ -259,7 +328,7 @@ void Chat::turn(const std::string& text) {
   std::span<const float> l;
   auto abandon = [&](const std::string& why) {
     note(why);
-    messages_.erase(messages_.size() - 1);
+    drop_last_message();
     forget_state();
   };
   if (a_.draft > 0) {
@@ -288,8 +357,12 @@ void Chat::turn(const std::string& text) {
     const size_t chunk = 256, n = prompt_ids.size() - start;
     ProgressBar bar("prompt", int64_t(n), "tokens");
     for (size_t i = 0; i < n; i += chunk) {
-      auto logits = session_->prefill(
-          std::span<const int32_t>(prompt_ids).subspan(start + i, std::min(chunk, n - i)));
+      const auto ids =
+          std::span<const int32_t>(prompt_ids).subspan(start + i, std::min(chunk, n - i));
+      auto logits = rows.empty()
+                        ? session_->prefill(ids)
+                        : session_->prefill_rows(ids, std::span<const float* const>(rows).subspan(
+                                                          start + i, ids.size()));
       if (!logits.ok()) return abandon("error: " + logits.status().message());
       l = logits.value();
       bar.update(int64_t(std::min(n, i + chunk)));
@@ -526,6 +599,10 @@ Runner add_chat(CLI::App& app) {
                  "worker threads (0 = one per CPU this process may use)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  app.add_option("--upscale", a->upscale,
+                 "/image: long-edge upscale factor before tiling (0 = off; default: the model's "
+                 "preprocessor_config.json, else 2.0), as generate --upscale")
+      ->check(CLI::Range(0.0, 16.0));
   app.add_flag("--no-history", a->no_history,
                "do not read or write the input history ($XDG_STATE_HOME/inkling/chat_history)");
   return [a]() {

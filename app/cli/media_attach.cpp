@@ -68,4 +68,20 @@ Result<MediaEmbedding> encode_file(const Engine& engine, bool image, const std::
   return image ? encode_image(engine, bytes, path, opts) : encode_audio(engine, bytes, path, opts);
 }
 
+Status media_rows(const Engine& engine, std::vector<int32_t>& ids,
+                  std::span<const MediaEmbedding> media, std::vector<const float*>* rows) {
+  INK_ASSIGN_OR_RETURN(ids, expand_media_placeholders(engine, ids, media));
+  const ModelInfo& info = engine.info();
+  rows->assign(ids.size(), nullptr);
+  size_t k = 0;
+  int64_t r = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != info.image_token_id && ids[i] != info.audio_token_id) continue;
+    while (r >= media[k].rows) ++k, r = 0;  // expansion made the counts match
+    (*rows)[i] = media[k].data.data() + r * info.hidden;
+    ++r;
+  }
+  return Status::success();
+}
+
 }  // namespace inkling::cli

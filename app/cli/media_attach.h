@@ -3,6 +3,7 @@
 // front of it: images, then recordings).
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,10 @@ Result<PromptMedia> attach_media(const Engine& engine, std::vector<int32_t> ids,
 // Reads and encodes one file (an image when `image`, else a WAV).
 Result<MediaEmbedding> encode_file(const Engine& engine, bool image, const std::string& path,
                                    const MediaOptions& opts);
+
+// Expands the placeholders of `ids` (one per attachment, in order) and sets rows[i] to the tower
+// row of each expanded position (null elsewhere), as Session::prefill_rows takes them.
+Status media_rows(const Engine& engine, std::vector<int32_t>& ids,
+                  std::span<const MediaEmbedding> media, std::vector<const float*>* rows);
 
 }  // namespace inkling::cli
