@@ -1,6 +1,7 @@
 // The JSON-schema subset -> GBNF rules (see grammar.h for what is supported). Each schema node
 // becomes one rule named after its path; objects emit their properties in schema order with
 // optional ones skippable; string patterns go through a small regex translator.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -92,8 +93,18 @@ class RegexToGbnf {
           const size_t close = s_.find('}', i_);
           if (close == std::string::npos) return err("unterminated {m,n}");
           const std::string q = s_.substr(i_, close + 1 - i_);
-          for (char d : q.substr(1, q.size() - 2))
-            if (!std::isdigit(uint8_t(d)) && d != ',') return err("bad quantifier " + q);
+          // {m}, {m,} or {m,n} with m <= n, as regex engines take them.
+          const std::string body = q.substr(1, q.size() - 2);
+          const size_t comma = body.find(',');
+          const std::string lo = body.substr(0, comma);
+          const std::string hi = comma == std::string::npos ? lo : body.substr(comma + 1);
+          auto digits = [](const std::string& t) {
+            return std::all_of(t.begin(), t.end(), [](char d) { return std::isdigit(uint8_t(d)); });
+          };
+          if (lo.empty() || !digits(lo) || !digits(hi)) return err("bad quantifier " + q);
+          if (lo.size() > 6 || hi.size() > 6) return err("quantifier too large " + q);
+          if (!hi.empty() && std::stoi(hi) < std::stoi(lo))
+            return err("quantifier " + q + " with n < m");
           a = "(" + a + ")" + q;
           i_ = close + 1;
         } else {
@@ -154,23 +165,41 @@ class RegexToGbnf {
         ++i_;
       }
       bool first = true;
-      while (i_ < s_.size() && (s_[i_] != ']' || first)) {
-        first = false;
+      // The last single character added, while it may still start a range ("a" of "a-z").
+      int range_lo = -1;
+      // One class character (an escape is taken literally); false: a class escape (\d ...)
+      // was appended to the body instead.
+      auto next_char = [&](char* out) {
         char x = s_[i_++];
         if (x == '\\' && i_ < s_.size()) {
           const char e = s_[i_++];
-          auto cls = escape_class(e);
-          if (cls.ok()) {
+          if (auto cls = escape_class(e); cls.ok()) {
             body += cls.value();
-            continue;
+            return false;
           }
           x = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
         }
-        if (x == '-' && !body.empty() && i_ < s_.size() && s_[i_] != ']') {
-          body += "-";
+        *out = x;
+        return true;
+      };
+      while (i_ < s_.size() && (s_[i_] != ']' || first)) {
+        first = false;
+        const bool dash = s_[i_] == '-';
+        char x = 0;
+        if (!next_char(&x)) {
+          range_lo = -1;
+          continue;
+        }
+        if (dash && range_lo >= 0 && i_ < s_.size() && s_[i_] != ']') {
+          char hi = 0;
+          if (!next_char(&hi)) return err("a range cannot end in a class escape");
+          if (uint8_t(hi) < range_lo) return err("character range out of order");
+          body += "-" + class_char(uint8_t(hi));
+          range_lo = -1;
           continue;
         }
         body += class_char(uint8_t(x));
+        range_lo = uint8_t(x);
       }
       if (i_ >= s_.size()) return err("unterminated class");
       ++i_;
@@ -216,7 +245,10 @@ class Compiler {
     auto r = gen(root_, "root", 0);
     if (!r.ok()) return r.status();
     std::string out;
-    if (r.value() != p_ + "root") out += p_ + "root ::= " + r.value() + "\n";
+    if (r.value() != p_ + "root")
+      out += p_ + "root ::= " + r.value() + "\n";
+    else if (!rules_.count(p_ + "root"))  // the root is only {"$ref": "#"}
+      return err("", "the schema only refers to itself ($ref '#')");
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
     return out;
   }
