@@ -65,6 +65,7 @@ Status load_script(Context& ctx, const std::string& path) {
 
 const char* route_label(const std::string& path) {
   static const char* kRoutes[] = {"/v1/chat/completions",
+                                  "/v1/responses",
                                   "/v1/completions",
                                   "/v1/models",
                                   "/health",
@@ -116,6 +117,7 @@ struct Route {
   const char* method;  // "GET" (HEAD too) or "POST"
 };
 constexpr Route kRouteTable[] = {{"/v1/chat/completions", "POST"},
+                                 {"/v1/responses", "POST"},
                                  {"/v1/completions", "POST"},
                                  {"/tokenize", "POST"},
                                  {"/detokenize", "POST"},
@@ -305,6 +307,7 @@ void install_routes(Server::Impl& s) {
   };
   post("/v1/chat/completions", handle_chat);
   post("/v1/completions", handle_completions);
+  post("/v1/responses", handle_responses);
   post("/tokenize", handle_tokenize);
   post("/detokenize", handle_detokenize);
   auto model_json = [&ctx] {
