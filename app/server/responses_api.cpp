@@ -497,6 +497,23 @@ ojson responses_usage(const ChatRun& run) {
       {"total_tokens", u["total_tokens"]}};
 }
 
+// A chat field named in an error -> the Responses field it came from.
+ApiError responses_param(ApiError e) {
+  static const std::pair<const char*, const char*> kMap[] = {
+      {"max_completion_tokens", "max_output_tokens"},
+      {"max_tokens", "max_output_tokens"},
+      {"response_format", "text.format"},
+      {"reasoning_effort", "reasoning.effort"}};
+  // Message indices differ from input indices (instructions, merged items): name the field only.
+  if (e.param.rfind("messages", 0) == 0) e.param = "input";
+  for (auto [from, to] : kMap)
+    if (e.param.rfind(from, 0) == 0) {
+      e.param = to + e.param.substr(std::string(from).size());
+      break;
+    }
+  return e;
+}
+
 }  // namespace
 
 void handle_responses(Context& ctx, const std::string& raw, httplib::Response& res) {
@@ -510,11 +527,24 @@ void handle_responses(Context& ctx, const std::string& raw, httplib::Response& r
     stream = s->get<bool>();
   }
   ChatRequest cr;
-  if (auto e = parse_chat_request(chat, &cr)) return send_error(res, *e);
+  if (auto e = parse_chat_request(chat, &cr)) return send_error(res, responses_param(*e));
   bool summary = false;
   if (const ojson* r = field(body, "reasoning")) summary = field(*r, "summary") != nullptr;
-  auto runs = start_chat(ctx, cr, res);
-  if (runs.empty()) return;
+  httplib::Response start_res;
+  auto runs = start_chat(ctx, cr, start_res);
+  if (runs.empty()) {
+    // The error names a chat field; say it in Responses terms.
+    ojson err = ojson::parse(start_res.body, nullptr, false);
+    if (!err.is_discarded() && err.contains("error") && err["error"]["param"].is_string()) {
+      ApiError e;
+      e.param = err["error"]["param"].get<std::string>();
+      e = responses_param(e);
+      err["error"]["param"] = e.param;
+    }
+    res.status = start_res.status;
+    res.set_content(dump_json(err), "application/json");
+    return;
+  }
   std::shared_ptr<ChatRun> run = runs[0];
   auto shell = std::make_shared<ResponseShell>();
   shell->echo = echo_settings(body, cr, run->model);
