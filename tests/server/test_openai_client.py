@@ -147,6 +147,46 @@ def main():
         check(r.choices[0].finish_reason in ("length", "stop", "tool_calls"), "plain chat")
         check(r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0, "usage")
 
+        # Responses API: a function call (reasoning item first), the round trip with a
+        # function_call_output item, the streamed event order and the stream helper.
+        rtools = [dict(type="function", **TOOLS[0]["function"])]
+        rr = client.responses.create(model="m", input="What is the weather in Paris?",
+                                     tools=rtools, reasoning={"effort": "high", "summary": "auto"},
+                                     max_output_tokens=64)
+        check([o.type for o in rr.output] == ["reasoning", "function_call"]
+              and rr.output[0].summary[0].text == "Let me check."
+              and json.loads(rr.output[1].arguments) == {"city": "Paris"}
+              and rr.status == "completed", "responses.create: reasoning + function_call")
+        call = rr.output[1]
+        rr2 = client.responses.create(model="m", tools=rtools, max_output_tokens=64, input=[
+            {"role": "user", "content": "What is the weather in Paris?"},
+            {"type": "function_call", "call_id": call.call_id, "name": call.name,
+             "arguments": call.arguments},
+            {"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21C"}])
+        check(rr2.output_text == "It is sunny in Paris." and rr2.usage.output_tokens > 0,
+              "responses.create: function_call_output round trip")
+        events = [e.type for e in client.responses.create(
+            model="m", input="weather in Paris?", tools=rtools, stream=True,
+            max_output_tokens=64)]
+        collapsed = [t for i, t in enumerate(events) if i == 0 or t != events[i - 1]]
+        check(collapsed == ["response.created", "response.in_progress",
+                            "response.output_item.added", "response.reasoning_text.delta",
+                            "response.reasoning_text.done", "response.output_item.done",
+                            "response.output_item.added",
+                            "response.function_call_arguments.delta",
+                            "response.function_call_arguments.done",
+                            "response.output_item.done", "response.completed"],
+              "responses stream: event order")
+        with client.responses.stream(model="m", input="sunny?", max_output_tokens=64) as st:
+            text = "".join(e.delta for e in st if e.type == "response.output_text.delta")
+            final = st.get_final_response()
+        check(text == final.output_text == "It is sunny in Paris.", "responses.stream helper")
+        try:
+            client.responses.create(model="m", input="hi", previous_response_id="resp_1")
+            check(False, "previous_response_id refused")
+        except openai.BadRequestError as e:
+            check(e.status_code == 400 and "stateless" in str(e), "previous_response_id: 400")
+
         # Tool call with reasoning, then the round trip with the tool result.
         msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
         r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS)
