@@ -58,5 +58,7 @@ void handle_chat(Context& ctx, const std::string& body, httplib::Response& res);
 void handle_completions(Context& ctx, const std::string& body, httplib::Response& res);
 // POST /v1/responses (responses_api.cpp).
 void handle_responses(Context& ctx, const std::string& body, httplib::Response& res);
+// POST /v1/messages (messages_api.cpp).
+void handle_messages(Context& ctx, const std::string& body, httplib::Response& res);
 
 }  // namespace inkling::server
