@@ -231,6 +231,29 @@ TEST_F(ServerResponses, TokenLimitIsIncomplete) {
   EXPECT_EQ(evs.back()["type"], "response.incomplete");
 }
 
+TEST_F(ServerResponses, JsonSchemaTextFormatIsConstrained) {
+  // No script entry matches: the tiny random model writes, constrained to the schema.
+  const json schema = {{"type", "object"},
+                       {"properties", {{"a", {{"type", "boolean"}}}}},
+                       {"required", {"a"}},
+                       {"additionalProperties", false}};
+  json r =
+      post({{"input", "hi"},
+            {"text",
+             {{"format",
+               {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}, {"strict", true}}}}},
+            {"temperature", 0},
+            {"max_output_tokens", 60}});
+  EXPECT_EQ(r["status"], "completed") << r.dump();
+  ASSERT_FALSE(r["output"].empty());
+  const json& msg = r["output"].back();
+  ASSERT_EQ(msg["type"], "message") << r.dump();
+  const json v = json::parse(msg["content"][0]["text"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(v.is_object()) << r.dump();
+  EXPECT_EQ(v.size(), 1u);
+  EXPECT_TRUE(v["a"].is_boolean());
+}
+
 TEST_F(ServerResponses, BadRequests) {
   struct Case {
     json body;
