@@ -56,5 +56,9 @@ void send_error(httplib::Response& res, const ApiError& e);
 // `body` is the request body, already read within the size limit (server.cpp, read_body).
 void handle_chat(Context& ctx, const std::string& body, httplib::Response& res);
 void handle_completions(Context& ctx, const std::string& body, httplib::Response& res);
+// POST /v1/responses (responses_api.cpp).
+void handle_responses(Context& ctx, const std::string& body, httplib::Response& res);
+// POST /v1/messages (messages_api.cpp).
+void handle_messages(Context& ctx, const std::string& body, httplib::Response& res);
 
 }  // namespace inkling::server

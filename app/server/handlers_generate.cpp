@@ -5,6 +5,7 @@
 #include <chrono>
 #include <random>
 
+#include "chat_run.h"
 #include "context.h"
 #include "media_parts.h"
 #include "output.h"
@@ -14,10 +15,8 @@
 
 namespace inkling::server {
 
-namespace {
-
 // How often an HTTP thread waiting for a queued or prefilling job looks at its client.
-constexpr std::chrono::milliseconds kPeerPoll(20);
+static constexpr std::chrono::milliseconds kPeerPoll(20);
 
 // The job's next events, or false when it is over. Cancels the job (its slot is freed at the
 // start of the next scheduler step) and sets *gone when the client has hung up.
@@ -47,8 +46,8 @@ int64_t now_s() {
 }
 
 // Job parameters common to chat and completions.
-JobParams job_params(const Context& ctx, const GenerationRequest& g, std::vector<int32_t> prompt,
-                     bool chat) {
+static JobParams job_params(const Context& ctx, const GenerationRequest& g,
+                            std::vector<int32_t> prompt, bool chat) {
   JobParams p;
   p.prompt = std::move(prompt);
   p.sampling = g.sampling;
@@ -67,7 +66,7 @@ JobParams job_params(const Context& ctx, const GenerationRequest& g, std::vector
   return p;
 }
 
-std::optional<ApiError> check_length(const Context& ctx, size_t n, const char* what) {
+static std::optional<ApiError> check_length(const Context& ctx, size_t n, const char* what) {
   if (int64_t(n) < ctx.ctx_size) return std::nullopt;
   ApiError e =
       bad_request("This model's maximum context length is " + std::to_string(ctx.ctx_size) +
@@ -85,7 +84,7 @@ ojson usage_json(size_t prompt, int64_t completion, int64_t cached, int64_t reas
                {"completion_tokens_details", {{"reasoning_tokens", reasoning}}}};
 }
 
-ojson token_bytes_json(const std::string& b) {
+static ojson token_bytes_json(const std::string& b) {
   ojson arr = ojson::array();
   for (unsigned char c : b) arr.push_back(int(c));
   return arr;
@@ -116,7 +115,7 @@ ojson tool_delta_json(const ChatToolDelta& t) {
 }
 
 // Submits; on a full queue answers 503 and returns null.
-std::shared_ptr<Job> submit(Context& ctx, JobParams p, httplib::Response& res) {
+static std::shared_ptr<Job> submit(Context& ctx, JobParams p, httplib::Response& res) {
   auto job = std::make_shared<Job>(std::move(p));
   if (Status s = ctx.scheduler->submit(job); !s.ok()) {
     ApiError e;
@@ -146,95 +145,19 @@ ApiError job_error(const Job& job) {
 
 // ---- chat ------------------------------------------------------------------------------------
 
-struct ChatRun {
-  ChatRun(Context& c, std::shared_ptr<Job> j, ChatOutput o, size_t n, PeerWatch p)
-      : ctx(c), job(std::move(j)), out(std::move(o)), prompt_tokens(n), peer(p) {}
-  Context& ctx;
-  std::shared_ptr<Job> job;
-  ChatOutput out;
-  size_t prompt_tokens;
-  PeerWatch peer;
-  std::string id = make_request_id("chatcmpl-");
-  int64_t created = now_s();
-  std::string model;
-  bool stream = false, include_usage = false;
-  int64_t consumed = 0;  // tokens that count as completion tokens
-  int index = 0;         // the choice's index (n > 1)
-
-  ojson chunk(ojson delta, ojson finish, ojson logprobs = nullptr) const {
-    ojson c = {{"id", id},
-               {"object", "chat.completion.chunk"},
-               {"created", created},
-               {"model", model},
-               {"system_fingerprint", nullptr}};
-    c["choices"] = ojson::array({ojson{{"index", index},
-                                       {"delta", std::move(delta)},
-                                       {"logprobs", std::move(logprobs)},
-                                       {"finish_reason", std::move(finish)}}});
-    if (include_usage) c["usage"] = nullptr;
-    return c;
-  }
-  static ojson delta_json(const ChatDelta& d) {
-    ojson j = ojson::object();
-    if (!d.reasoning.empty()) j["reasoning_content"] = d.reasoning;
-    if (!d.content.empty()) j["content"] = d.content;
-    if (!d.tool_calls.empty()) {
-      j["tool_calls"] = ojson::array();
-      for (const auto& t : d.tool_calls) j["tool_calls"].push_back(tool_delta_json(t));
-    }
-    return j;
-  }
-  std::string finish_reason() const {
-    if (out.stop_string_hit()) return "stop";
-    const bool stopped = job->finish_reason == "stop" || out.done();
-    if (!stopped) return "length";
-    return out.tool_calls().empty() ? "stop" : "tool_calls";
-  }
-  ojson usage() const {
-    return usage_json(prompt_tokens, consumed, job->cached_tokens, out.reasoning_tokens());
-  }
-
-  // Drives the job to the end; `sink` gets each (delta, logprobs) and returns false when the
-  // client is gone. Returns false when the client went away.
-  template <typename Sink>
-  bool drive(Sink&& sink) {
-    std::vector<TokenEvent> evs;
-    bool gone = false;
-    while (next_events(*job, peer, &evs, &gone)) {
-      for (const auto& ev : evs) {
-        if (out.done()) break;
-        ++consumed;
-        ChatDelta d = out.push(ev.id);
-        ojson lp = job->params.sampling.logprobs ? chat_logprob(ctx, ev) : ojson(nullptr);
-        if (!sink(d, lp)) {
-          job->cancel();
-          return false;
-        }
-      }
-      if (out.done()) job->cancel();  // a stop string: free the slot now
-    }
-    if (gone) return false;
-    ChatDelta tail = out.finish();
-    if (!tail.empty() && !sink(tail, ojson(nullptr))) return false;
-    return true;
-  }
-};
-
-}  // namespace
-
-void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
-  ojson body;
-  if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
-  ChatRequest cr;
-  if (auto e = parse_chat_request(body, &cr)) return send_error(res, *e);
+std::vector<std::shared_ptr<ChatRun>> start_chat(Context& ctx, const ChatRequest& cr,
+                                                 httplib::Response& res) {
+  std::vector<std::shared_ptr<ChatRun>> runs;
+  auto fail = [&](const ApiError& e) {
+    send_error(res, e);
+    return std::vector<std::shared_ptr<ChatRun>>();
+  };
   auto prompt = ctx.tmpl->render(cr.render_request);
   if (!prompt.ok()) {
     const std::string& m = prompt.status().message();
-    return send_error(
-        res,
-        bad_request(
-            m, m.find("reasoning_effort") != std::string::npos ? "reasoning_effort" : "messages",
-            "template_error"));
+    return fail(bad_request(
+        m, m.find("reasoning_effort") != std::string::npos ? "reasoning_effort" : "messages",
+        "template_error"));
   }
   std::vector<int32_t> ids = ctx.tok->encode(prompt.value(), /*allow_special=*/true);
   std::shared_ptr<const std::vector<MediaEmbedding>> media;
@@ -242,13 +165,12 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
   std::vector<int32_t> key;
   if (!cr.media.empty()) {
     std::vector<MediaEmbedding> m;
-    if (auto e = load_media_parts(ctx, cr.media, &m)) return send_error(res, *e);
-    if (auto e = attach_media_rows(ctx, std::move(m), &ids, &media, &rows, &key))
-      return send_error(res, *e);
+    if (auto e = load_media_parts(ctx, cr.media, &m)) return fail(*e);
+    if (auto e = attach_media_rows(ctx, std::move(m), &ids, &media, &rows, &key)) return fail(*e);
   }
-  if (auto e = check_length(ctx, ids.size(), "messages")) return send_error(res, *e);
+  if (auto e = check_length(ctx, ids.size(), "messages")) return fail(*e);
   std::string grammar;
-  if (auto e = chat_grammar(cr, &grammar)) return send_error(res, *e);
+  if (auto e = chat_grammar(cr, &grammar)) return fail(*e);
 
   JobParams p = job_params(ctx, cr.gen, ids, true);
   p.media = std::move(media);
@@ -295,18 +217,17 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
     return std::nullopt;
   };
   const int n = cr.gen.n;
-  std::vector<std::shared_ptr<ChatRun>> runs;
   for (int i = 0; i < n; ++i) {
     JobParams pi;
     if (auto e = params_for(i, &pi)) {
       for (auto& r : runs) r->job->cancel();
-      return send_error(res, *e);
+      return fail(*e);
     }
     ctx.metrics.prompt_tokens += i == 0 ? ids.size() : 0;
     auto job = submit(ctx, std::move(pi), res);
     if (!job) {
       for (auto& r : runs) r->job->cancel();
-      return;
+      return {};
     }
     // The other choices start once the first one has run the prompt, from its snapshot.
     if (i == 0 && n > 1) job->wait_started();
@@ -323,6 +244,16 @@ void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
     run->include_usage = cr.gen.stream && cr.gen.include_usage;
     runs.push_back(std::move(run));
   }
+  return runs;
+}
+
+void handle_chat(Context& ctx, const std::string& raw, httplib::Response& res) {
+  ojson body;
+  if (auto e = parse_json_body(raw, &body)) return send_error(res, *e);
+  ChatRequest cr;
+  if (auto e = parse_chat_request(body, &cr)) return send_error(res, *e);
+  auto runs = start_chat(ctx, cr, res);
+  if (runs.empty()) return;
   auto usage = [runs] {
     ojson u = runs[0]->usage();
     int64_t completion = 0, reasoning = 0;

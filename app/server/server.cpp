@@ -65,6 +65,8 @@ Status load_script(Context& ctx, const std::string& path) {
 
 const char* route_label(const std::string& path) {
   static const char* kRoutes[] = {"/v1/chat/completions",
+                                  "/v1/responses",
+                                  "/v1/messages",
                                   "/v1/completions",
                                   "/v1/models",
                                   "/health",
@@ -116,6 +118,8 @@ struct Route {
   const char* method;  // "GET" (HEAD too) or "POST"
 };
 constexpr Route kRouteTable[] = {{"/v1/chat/completions", "POST"},
+                                 {"/v1/responses", "POST"},
+                                 {"/v1/messages", "POST"},
                                  {"/v1/completions", "POST"},
                                  {"/tokenize", "POST"},
                                  {"/detokenize", "POST"},
@@ -305,6 +309,8 @@ void install_routes(Server::Impl& s) {
   };
   post("/v1/chat/completions", handle_chat);
   post("/v1/completions", handle_completions);
+  post("/v1/responses", handle_responses);
+  post("/v1/messages", handle_messages);
   post("/tokenize", handle_tokenize);
   post("/detokenize", handle_detokenize);
   auto model_json = [&ctx] {
@@ -394,14 +400,19 @@ void install_routes(Server::Impl& s) {
       return refuse(req, res, e);
     }
     if (!ctx.opts.api_key.empty() && req.path != "/health" && req.path != "/") {
-      const std::string auth = req.get_header_value("Authorization");
+      std::string auth = req.get_header_value("Authorization");
+      // Anthropic clients send the key as `x-api-key: KEY`.
+      if (auth.empty() && req.has_header("x-api-key"))
+        auth = "Bearer " + req.get_header_value("x-api-key");
       if (!authorized(auth, ctx.opts.api_key)) {
         ApiError e;
         e.status = 401;
         e.type = "authentication_error";
         e.code = "invalid_api_key";
-        e.message = auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'"
-                                 : "invalid API key";
+        e.message =
+            auth.empty()
+                ? "missing API key: send 'Authorization: Bearer <key>' (or 'x-api-key: <key>')"
+                : "invalid API key";
         return refuse(req, res, e);
       }
     }

@@ -1,6 +1,8 @@
 // Fuzzes the HTTP request body -> OpenAI request mapping (app/server/api_types): the body is
 // parsed as JSON, then mapped as a chat, completion, tokenize and detokenize request; a valid
-// chat request is rendered with the real Inkling chat template, as the server does next.
+// chat request is rendered with the real Inkling chat template, as the server does next. The
+// Responses and Messages translations (responses_api, messages_api) map the same body onto a
+// chat request, which is then parsed and rendered the same way.
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -9,6 +11,8 @@
 #include "fuzz_util.h"
 #include "inkling/chat.h"
 #include "server/api_types.h"
+#include "server/messages_api.h"
+#include "server/responses_api.h"
 
 namespace {
 
@@ -54,5 +58,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!tok_err && tokenize.is_chat) (void)tmpl.render(tokenize.render_request);
   std::vector<int32_t> ids;
   send(parse_detokenize_request(body, kVocab, &ids));
+  using Translate = std::optional<ApiError> (*)(const ojson&, ojson*);
+  for (Translate translate : {Translate(responses_to_chat), Translate(messages_to_chat)}) {
+    ojson translated;
+    auto t_err = translate(body, &translated);
+    send(t_err);
+    if (t_err) continue;
+    ChatRequest tc;
+    auto tc_err = parse_chat_request(translated, &tc);
+    send(tc_err);
+    if (!tc_err) (void)tmpl.render(tc.render_request);
+  }
   return 0;
 }

@@ -3,7 +3,9 @@
 
 Generates the tiny real-vocabulary model, starts the server on a free port with a test script
 (scripted reasoning / tool-call outputs), then checks non-streaming and streaming chat, the
-reasoning split, a tool-call round trip, completions, errors and 4 concurrent clients. With
+reasoning split, a tool-call round trip, the Responses API (responses.create / .stream), the
+Anthropic Messages API with the official `anthropic` client (when installed), completions,
+errors and 4 concurrent clients. With
 --bench it then measures, in the same server run (--parallel 16), completion tokens/s summed over
 1, 4 and 16 concurrent streaming clients and their mean time to first token. Exit 77 (skip) when
 `openai` is missing.
@@ -146,6 +148,84 @@ def main():
                                            max_tokens=8)
         check(r.choices[0].finish_reason in ("length", "stop", "tool_calls"), "plain chat")
         check(r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0, "usage")
+
+        # Responses API: a function call (reasoning item first), the round trip with a
+        # function_call_output item, the streamed event order and the stream helper.
+        rtools = [dict(type="function", **TOOLS[0]["function"])]
+        rr = client.responses.create(model="m", input="What is the weather in Paris?",
+                                     tools=rtools, reasoning={"effort": "high", "summary": "auto"},
+                                     max_output_tokens=64)
+        check([o.type for o in rr.output] == ["reasoning", "function_call"]
+              and rr.output[0].summary[0].text == "Let me check."
+              and json.loads(rr.output[1].arguments) == {"city": "Paris"}
+              and rr.status == "completed", "responses.create: reasoning + function_call")
+        call = rr.output[1]
+        rr2 = client.responses.create(model="m", tools=rtools, max_output_tokens=64, input=[
+            {"role": "user", "content": "What is the weather in Paris?"},
+            {"type": "function_call", "call_id": call.call_id, "name": call.name,
+             "arguments": call.arguments},
+            {"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21C"}])
+        check(rr2.output_text == "It is sunny in Paris." and rr2.usage.output_tokens > 0,
+              "responses.create: function_call_output round trip")
+        events = [e.type for e in client.responses.create(
+            model="m", input="weather in Paris?", tools=rtools, stream=True,
+            max_output_tokens=64)]
+        collapsed = [t for i, t in enumerate(events) if i == 0 or t != events[i - 1]]
+        check(collapsed == ["response.created", "response.in_progress",
+                            "response.output_item.added", "response.reasoning_text.delta",
+                            "response.reasoning_text.done", "response.output_item.done",
+                            "response.output_item.added",
+                            "response.function_call_arguments.delta",
+                            "response.function_call_arguments.done",
+                            "response.output_item.done", "response.completed"],
+              "responses stream: event order")
+        with client.responses.stream(model="m", input="sunny?", max_output_tokens=64) as st:
+            text = "".join(e.delta for e in st if e.type == "response.output_text.delta")
+            final = st.get_final_response()
+        check(text == final.output_text == "It is sunny in Paris.", "responses.stream helper")
+        try:
+            client.responses.create(model="m", input="hi", previous_response_id="resp_1")
+            check(False, "previous_response_id refused")
+        except openai.BadRequestError as e:
+            check(e.status_code == 400 and "stateless" in str(e), "previous_response_id: 400")
+
+        # Anthropic Messages with the official `anthropic` client, when it is installed.
+        try:
+            import anthropic
+        except ImportError:
+            anthropic = None
+            print("skip anthropic client checks: the anthropic module is not installed")
+        if anthropic:
+            ac = anthropic.Anthropic(base_url="http://127.0.0.1:%d" % port, api_key="none",
+                                     max_retries=0, timeout=120)
+            atools = [{"name": "get_weather", "description": "Weather for a city",
+                       "input_schema": TOOLS[0]["function"]["parameters"]}]
+            am = ac.messages.create(model="m", max_tokens=64, tools=atools,
+                                    thinking={"type": "enabled", "budget_tokens": 32},
+                                    messages=[{"role": "user", "content": "weather in Paris?"}])
+            check([b.type for b in am.content] == ["thinking", "tool_use"]
+                  and am.content[1].input == {"city": "Paris"} and am.stop_reason == "tool_use",
+                  "anthropic messages.create: thinking + tool_use")
+            am2 = ac.messages.create(model="m", max_tokens=64, tools=atools, messages=[
+                {"role": "user", "content": "weather in Paris?"},
+                {"role": "assistant", "content": [b.model_dump(exclude_none=True)
+                                                  for b in am.content]},
+                {"role": "user", "content": [{"type": "tool_result",
+                                              "tool_use_id": am.content[1].id,
+                                              "content": "sunny, 21C"}]}])
+            check(am2.content[-1].text == "It is sunny in Paris.", "anthropic tool_result round trip")
+            with ac.messages.stream(model="m", max_tokens=64, tools=atools, messages=[
+                    {"role": "user", "content": "weather in Paris?"}]) as st:
+                kinds = [e.type for e in st]
+                final = st.get_final_message()
+            check(kinds[0] == "message_start" and kinds[-1] == "message_stop"
+                  and final.content[1].input == {"city": "Paris"}, "anthropic messages.stream")
+            try:
+                ac.messages.create(model="m", max_tokens=8,
+                                   messages=[{"role": "system", "content": "x"}])
+                check(False, "anthropic: bad role refused")
+            except anthropic.BadRequestError as e:
+                check(e.status_code == 400, "anthropic: bad role -> 400")
 
         # Tool call with reasoning, then the round trip with the tool result.
         msgs = [{"role": "user", "content": "What is the weather in Paris?"}]

@@ -251,6 +251,14 @@ TEST_F(ServerE2E, ErrorStatuses) {
   httplib::Client bad("127.0.0.1", server_->port());
   bad.set_default_headers({{"Authorization", "Bearer wrong"}});
   expect_error(bad.Get("/v1/models"), 401, "bad key");
+  // Anthropic clients send `x-api-key: KEY`.
+  httplib::Client xkey("127.0.0.1", server_->port());
+  xkey.set_default_headers({{"x-api-key", kKey}});
+  auto xr = xkey.Get("/v1/models");
+  ASSERT_TRUE(xr);
+  EXPECT_EQ(xr->status, 200);
+  xkey.set_default_headers({{"x-api-key", "wrong"}});
+  expect_error(xkey.Get("/v1/models"), 401, "bad x-api-key");
   const std::string huge(9u << 20, ' ');
   expect_error(c.Post(path.c_str(), huge, "application/json"), 413, "body > 8 MiB");
   // The server still works after all of that.
