@@ -107,17 +107,20 @@ def main():
             jsonschema.validate(json.loads(c.message.content), PERSON)
             check(c.finish_reason == "stop", "json_schema seed %d: valid, finish stop" % seed)
 
-        r = client.chat.completions.create(model="m", messages=user, max_tokens=64,
-                                           response_format={"type": "json_object"})
+        r = client.chat.completions.create(model="m", messages=user, max_tokens=64, seed=0,
+                                           response_format={"type": "json_object"},
+                                           extra_body={"reasoning_effort": "none"})
         check(isinstance(json.loads(r.choices[0].message.content), dict), "json_object")
 
-        p = client.beta.chat.completions.parse(model="m", messages=user, max_tokens=96,
-                                               response_format=Colour)
+        p = client.beta.chat.completions.parse(model="m", messages=user, max_tokens=96, seed=0,
+                                               response_format=Colour,
+                                               extra_body={"reasoning_effort": "none"})
         parsed = p.choices[0].message.parsed
         check(isinstance(parsed, Colour) and len(parsed.rgb) == 3, "parse() with pydantic")
 
         r = client.chat.completions.create(
-            model="m", messages=user, max_tokens=96, n=3,
+            model="m", messages=user, max_tokens=96, n=3, seed=0,
+            extra_body={"reasoning_effort": "none"},
             response_format={"type": "json_schema", "json_schema": {
                 "name": "person", "schema": PERSON["$defs"]["Address"]}})
         check(sorted(c.index for c in r.choices) == [0, 1, 2], "n=3: three choices")
@@ -128,7 +131,10 @@ def main():
         # tool_choice required, streamed: deltas assemble into valid calls.
         stream = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "weather?"}], tools=TOOLS,
-            tool_choice="required", max_tokens=120, stream=True)
+            tool_choice="required", max_tokens=120, stream=True, seed=0,
+            # No reasoning block: free reasoning from the random model could use up max_tokens
+            # before the constrained part starts (a "length" finish with no call).
+            extra_body={"reasoning_effort": "none"})
         calls, finish = {}, None
         for chunk in stream:
             if not chunk.choices:
@@ -148,7 +154,8 @@ def main():
         r = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "time?"}], tools=TOOLS,
             tool_choice={"type": "function", "function": {"name": "get_time"}},
-            parallel_tool_calls=False, max_tokens=80)
+            parallel_tool_calls=False, max_tokens=80, seed=0,
+            extra_body={"reasoning_effort": "none"})
         tcs = r.choices[0].message.tool_calls
         check(len(tcs) == 1 and tcs[0].function.name == "get_time", "named + single call")
         jsonschema.validate(json.loads(tcs[0].function.arguments), schemas["get_time"])
