@@ -24,20 +24,18 @@ ApiError bad_request(std::string message, std::string param, std::string code) {
   return e;
 }
 
+ApiError type_error(const std::string& param, const std::string& what) {
+  return bad_request("'" + param + "' must be " + what, param, "invalid_type");
+}
+
+const ojson* field(const ojson& o, const char* key) {
+  auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
 namespace {
 
 using Err = std::optional<ApiError>;
-
-// A field's value, or nullptr when absent or null (OpenAI treats null as "not given").
-const ojson* field(const ojson& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-Err type_error(const std::string& name, const char* want) {
-  return bad_request("'" + name + "' must be " + want, name, "invalid_type");
-}
 
 Err get_number(const ojson& o, const char* key, double lo, double hi, float* out) {
   const ojson* v = field(o, key);

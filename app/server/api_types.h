@@ -28,6 +28,10 @@ struct ApiError {
 };
 ojson error_body(const ApiError& e);
 ApiError bad_request(std::string message, std::string param = "", std::string code = "");
+// A 400 "'param' must be what" (code invalid_type).
+ApiError type_error(const std::string& param, const std::string& what);
+// A field's value, or nullptr when absent or null (OpenAI treats null as "not given").
+const ojson* field(const ojson& o, const char* key);
 
 inline constexpr int kMaxChoices = 16;  // the largest `n`
 

@@ -15,15 +15,6 @@ namespace {
 
 using Err = std::optional<ApiError>;
 
-const ojson* field(const ojson& o, const char* key) {
-  auto it = o.find(key);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
-
-ApiError type_error(const std::string& param, const std::string& what) {
-  return bad_request("'" + param + "' must be " + what, param, "invalid_type");
-}
-
 Err get_string(const ojson& o, const char* key, const std::string& where, std::string* out) {
   const ojson* v = field(o, key);
   if (!v || !v->is_string()) return type_error(where + "." + key, "a string");

@@ -17,15 +17,6 @@ namespace {
 
 using Err = std::optional<ApiError>;
 
-const ojson* field(const ojson& o, const char* key) {
-  auto it = o.find(key);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
-
-ApiError type_error(const std::string& param, const std::string& what) {
-  return bad_request("'" + param + "' must be " + what, param, "invalid_type");
-}
-
 ApiError unsupported(const std::string& param, const std::string& why) {
   return bad_request(why, param, "unsupported_parameter");
 }
