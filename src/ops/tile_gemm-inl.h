@@ -83,15 +83,20 @@ constexpr int64_t round_up(int64_t v, int64_t m) {
 
 template <class Ops>
 struct Driver {
-  // The parts of x as bf16 matrices [parts][Tp][Kp], zero padded.
-  INK_TILE_FN static void pack_x(const float* x, int64_t n_tok, int64_t ldx, int64_t K, int64_t Tp,
-                                 int64_t Kp, int parts, uint16_t* out) {
+  // The parts of x as A tiles, each 16 tokens x 32 columns contiguous (1 KiB, rows 64 bytes
+  // apart: no 4 KiB-aliased strides), zero padded: out[((i * Tp / 16 + t / 16) * Kp / 32 + c / 32)
+  // * 512 + (t % 16) * 32 + c % 32] = part i of x[t, c].
+  INK_TILE_FN static void pack_x(const float* x, int64_t n_tok, int64_t ldx, int64_t K,
+                                 int64_t Tp, int64_t Kp, int parts, uint16_t* out) {
     std::memset(out, 0, size_t(parts * Tp * Kp) * sizeof(uint16_t));
+    const int64_t steps = Kp / kStep;
     uint16_t p[3] = {};
     for (int64_t t = 0; t < n_tok; ++t)
       for (int64_t c = 0; c < K; ++c) {
         split_parts(x[t * ldx + c], parts, p);
-        for (int i = 0; i < parts; ++i) out[(i * Tp + t) * Kp + c] = p[i];
+        for (int i = 0; i < parts; ++i)
+          out[((i * Tp / 16 + t / 16) * steps + c / kStep) * kTileElems + (t % 16) * kStep +
+              c % kStep] = p[i];
       }
   }
 
@@ -125,7 +130,7 @@ struct Driver {
     pack_x(x, n_tok, ldx, K, Tp, Kp, parts, xa.data());
     const TileConfig cfg = full_config();
     ops.config(cfg);
-    const int64_t lda = Kp * 2, ldc = kBlock * 4;  // strides in bytes
+    const int64_t ldc = kBlock * 4, xsteps = Kp / kStep;  // ct row stride in bytes
     for (int64_t k0 = 0; k0 < Kp; k0 += kColBlock) {
       const int64_t kcp = std::min(kColBlock, Kp - k0), steps = kcp / kStep;
       for (int64_t rb = 0; rb < Rp; rb += kBlock) {
@@ -151,9 +156,10 @@ struct Driver {
             ops.template load<6>(b0 + s * kTileElems, kTileBytes);
             ops.template load<7>(b1 + s * kTileElems, kTileBytes);
             for (int p = 0; p < parts; ++p) {
-              const uint16_t* a = xa.data() + (p * Tp + tb) * Kp + k0 + s * kStep;
-              ops.template load<4>(a, lda);
-              ops.template load<5>(a + 16 * Kp, lda);
+              const uint16_t* a =
+                  xa.data() + ((p * Tp + tb) / 16 * xsteps + k0 / kStep + s) * kTileElems;
+              ops.template load<4>(a, kTileBytes);
+              ops.template load<5>(a + xsteps * kTileElems, kTileBytes);
               ops.template dp<0, 4, 6>();
               ops.template dp<1, 4, 7>();
               ops.template dp<2, 5, 6>();
