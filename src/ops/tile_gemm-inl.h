@@ -85,33 +85,40 @@ template <class Ops>
 struct Driver {
   // The parts of x as A tiles, each 16 tokens x 32 columns contiguous (1 KiB, rows 64 bytes
   // apart: no 4 KiB-aliased strides), zero padded: out[((i * Tp / 16 + t / 16) * Kp / 32 + c / 32)
-  // * 512 + (t % 16) * 32 + c % 32] = part i of x[t, c].
-  INK_TILE_FN static void pack_x(const float* x, int64_t n_tok, int64_t ldx, int64_t K,
-                                 int64_t Tp, int64_t Kp, int parts, uint16_t* out) {
-    std::memset(out, 0, size_t(parts * Tp * Kp) * sizeof(uint16_t));
-    const int64_t steps = Kp / kStep;
-    uint16_t p[3] = {};
+  // * 512 + (t % 16) * 32 + c % 32] = part i of x[t, c]. Runs of 32 columns in and out.
+  INK_TILE_FN static void pack_x(const float* x, int64_t n_tok, int64_t ldx, int64_t K, int64_t Tp,
+                                 int64_t Kp, int parts, uint16_t* out) {
+    const int64_t steps = Kp / kStep, part = Tp / 16 * steps * kTileElems;
+    if (n_tok < Tp || K < Kp) std::memset(out, 0, size_t(parts * part) * sizeof(uint16_t));
     for (int64_t t = 0; t < n_tok; ++t)
-      for (int64_t c = 0; c < K; ++c) {
-        split_parts(x[t * ldx + c], parts, p);
-        for (int i = 0; i < parts; ++i)
-          out[((i * Tp / 16 + t / 16) * steps + c / kStep) * kTileElems + (t % 16) * kStep +
-              c % kStep] = p[i];
+      for (int64_t st = 0; st < steps; ++st) {
+        const float* in = x + t * ldx + st * kStep;
+        uint16_t* o = out + (t / 16 * steps + st) * kTileElems + (t % 16) * kStep;
+        const int n = int(std::min<int64_t>(kStep, K - st * kStep));
+        uint16_t p[3] = {};
+        for (int c = 0; c < n; ++c) {
+          split_parts(in[c], parts, p);
+          for (int i = 0; i < parts; ++i) o[i * part + c] = p[i];
+        }
       }
   }
 
   // Rows [r, r + nr) (nr <= 32) x columns [k0, k0 + kc) of the bf16 weights (kc <= kcp, the
   // block's columns rounded up to 32) as two row groups of kcp / 32 B tiles each:
-  // out[((g * steps + s) * 16 + k) * 32 + 2n + e] = W[r + 16g + n][k0 + 32s + 2k + e].
+  // out[((g * steps + s) * 16 + k) * 32 + 2n + e] = W[r + 16g + n][k0 + 32s + 2k + e]: each
+  // column pair of a row is one 32-bit move.
   INK_TILE_FN static void pack_w(const uint16_t* w, int64_t ld, int64_t r, int64_t nr, int64_t k0,
                                  int64_t kc, int64_t kcp, uint16_t* out) {
     const int64_t steps = kcp / kStep;
-    std::memset(out, 0, size_t(2 * steps * kTileElems) * sizeof(uint16_t));
+    if (nr < kBlock || kc < kcp)
+      std::memset(out, 0, size_t(2 * steps * kTileElems) * sizeof(uint16_t));
+    const int64_t pairs = kc / 2;
     for (int64_t j = 0; j < nr; ++j) {
       const uint16_t* src = w + (r + j) * ld + k0;
       uint16_t* dst = out + (j / 16) * steps * kTileElems + 2 * (j % 16);
-      for (int64_t c = 0; c < kc; ++c)
-        dst[(c / kStep) * kTileElems + (c % kStep) / 2 * 32 + (c & 1)] = load_unaligned(src + c);
+      for (int64_t q = 0; q < pairs; ++q)  // pair q: tile q / 16, tile row q % 16
+        std::memcpy(dst + (q / 16) * kTileElems + (q % 16) * 32, src + 2 * q, 4);
+      if (kc % 2) dst[(pairs / 16) * kTileElems + (pairs % 16) * 32] = load_unaligned(src + kc - 1);
     }
   }
 
