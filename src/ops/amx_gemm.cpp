@@ -14,6 +14,12 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_AMX 1
+// GCC 12's AVX-512 headers build _mm512_undefined_*() from a self-initialised variable, which
+// -W(maybe-)uninitialized reports once inlined (see quant_q4_bf16dot.cpp).
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <cpuid.h>
 #include <immintrin.h>
 #if defined(__linux__)
@@ -22,6 +28,7 @@
 #endif
 #define INK_TILE_FN __attribute__((target("amx-tile,amx-bf16,avx512f")))
 #include "ops/tile_gemm-inl.h"
+#include "ops/tile_pack_avx512-inl.h"
 #else
 #define INKLING_HAVE_AMX 0
 #endif

@@ -10,11 +10,13 @@
 #define INKLING_HAVE_BF16TILE 1
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see quant_q4_bf16dot.cpp
+#pragma GCC diagnostic ignored "-Wuninitialized"        // the same, in the unpack intrinsics
 #endif
 #include <immintrin.h>
 #define INK_TILE_FN \
   __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 #include "ops/tile_gemm-inl.h"
+#include "ops/tile_pack_avx512-inl.h"
 #endif
 
 namespace inkling {
@@ -72,6 +74,9 @@ struct Bf16TileOps {
     }
   }
   INK_TILE_FN void release() {}
+  INK_TILE_FN static void pack_pairs16(const uint8_t* src, int64_t ld, uint16_t* out) {
+    tile_gemm::pack_pairs16_avx512(src, ld, out);
+  }
 };
 
 bool cpu_has_avx512bf16() {

@@ -112,14 +112,31 @@ struct Driver {
     const int64_t steps = kcp / kStep;
     if (nr < kBlock || kc < kcp)
       std::memset(out, 0, size_t(2 * steps * kTileElems) * sizeof(uint16_t));
-    const int64_t pairs = kc / 2;
-    for (int64_t j = 0; j < nr; ++j) {
-      const uint16_t* src = w + (r + j) * ld + k0;
-      uint16_t* dst = out + (j / 16) * steps * kTileElems + 2 * (j % 16);
-      for (int64_t q = 0; q < pairs; ++q)  // pair q: tile q / 16, tile row q % 16
-        std::memcpy(dst + (q / 16) * kTileElems + (q % 16) * 32, src + 2 * q, 4);
-      if (kc % 2) dst[(pairs / 16) * kTileElems + (pairs % 16) * 32] = load_unaligned(src + kc - 1);
+    int64_t j = 0;
+    // Whole groups of 16 rows by whole steps: the policy's transpose, if it has one.
+    if constexpr (requires(const uint8_t* p, int64_t s, uint16_t* o) {
+                    Ops::pack_pairs16(p, s, o);
+                  }) {
+      for (; j + 16 <= nr; j += 16) {
+        const uint16_t* src = w + (r + j) * ld + k0;
+        uint16_t* dst = out + (j / 16) * steps * kTileElems;
+        int64_t q = 0;
+        for (; q + 16 <= kc / 2; q += 16)
+          Ops::pack_pairs16(reinterpret_cast<const uint8_t*>(src + 2 * q), ld * 2,
+                            dst + (q / 16) * kTileElems);
+        for (int64_t i = 0; i < 16; ++i) pack_tail(src + i * ld, dst + 2 * i, q, kc);
+      }
     }
+    for (; j < nr; ++j)
+      pack_tail(w + (r + j) * ld + k0, out + (j / 16) * steps * kTileElems + 2 * (j % 16), 0, kc);
+  }
+
+  // Column pairs [q, kc / 2) of one row (and its last odd column) into its B tiles' slots.
+  INK_TILE_FN static void pack_tail(const uint16_t* src, uint16_t* dst, int64_t q, int64_t kc) {
+    const int64_t pairs = kc / 2;
+    for (; q < pairs; ++q)  // pair q: tile q / 16, tile row q % 16
+      std::memcpy(dst + (q / 16) * kTileElems + (q % 16) * 32, src + 2 * q, 4);
+    if (kc % 2) dst[(pairs / 16) * kTileElems + (pairs % 16) * 32] = load_unaligned(src + kc - 1);
   }
 
   // y[t * ldy + r] for t < n_tok, r in [r0, r1), from bf16 weights w (rows ld elements apart)
