@@ -86,6 +86,13 @@ struct AmxTileOps {
   INK_TILE_FN void release() {
     _tile_release();
   }
+  // Packing in AVX-512 (every AMX CPU has it), as Bf16TileOps does, where the tests check it.
+  INK_TILE_FN static void pack_pairs16(const uint8_t* src, int64_t ld, uint16_t* out) {
+    tile_gemm::pack_pairs16_avx512(src, ld, out);
+  }
+  INK_TILE_FN static void split32(const float* in, int parts, uint16_t* out, int64_t stride) {
+    tile_gemm::split32_avx512(in, parts, out, stride);
+  }
 };
 #undef INK_TILE_EACH
 

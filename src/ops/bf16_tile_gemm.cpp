@@ -77,6 +77,9 @@ struct Bf16TileOps {
   INK_TILE_FN static void pack_pairs16(const uint8_t* src, int64_t ld, uint16_t* out) {
     tile_gemm::pack_pairs16_avx512(src, ld, out);
   }
+  INK_TILE_FN static void split32(const float* in, int parts, uint16_t* out, int64_t stride) {
+    tile_gemm::split32_avx512(in, parts, out, stride);
+  }
 };
 
 bool cpu_has_avx512bf16() {

@@ -95,6 +95,14 @@ struct Driver {
         const float* in = x + t * ldx + st * kStep;
         uint16_t* o = out + (t / 16 * steps + st) * kTileElems + (t % 16) * kStep;
         const int n = int(std::min<int64_t>(kStep, K - st * kStep));
+        if constexpr (requires(const float* f, int i, uint16_t* u, int64_t s) {
+                        Ops::split32(f, i, u, s);
+                      }) {
+          if (n == kStep) {  // the policy's vector split, if it has one
+            Ops::split32(in, parts, o, part);
+            continue;
+          }
+        }
         uint16_t p[3] = {};
         for (int c = 0; c < n; ++c) {
           split_parts(in[c], parts, p);
