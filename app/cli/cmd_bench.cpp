@@ -384,7 +384,7 @@ int run_bench(const BenchArgs& args) {
       "FMA peak %.1f GFLOP/s (%.1f / %.1f)\n",
       a.threads, simd_target_name().c_str(), q4_decode_kernel(info).c_str(), bw, bw_before,
       bw_after, peak, peak_before, peak_after);
-  std::printf("prefill:   AMX-BF16 gemm for bf16 weights %s\n", amx_gemm_status().c_str());
+  std::printf("amx gemm:  %s (bf16 weights, 17+ tokens)\n", amx_gemm_status().c_str());
   std::printf("decode cost at context %lld (bytes per token):\n%s",
               static_cast<long long>(ctx0 + a.gen / 2), dc.describe().c_str());
   std::printf("prefill cost per token (prompt %lld): %.2f GFLOP\n",
