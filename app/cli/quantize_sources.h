@@ -28,12 +28,15 @@ struct Source {
   std::string layout;
   QuantConfig quant;
   Weights weights;
-  // Multi-token-prediction tensors (model.mtp.* / mtp.*): not part of the text model, copied.
+  // Multi-token-prediction tensors (model.mtp.* / mtp.*) as stored: copied (--mtp keep), or, with
+  // --mtp quantize, also bound (tensors gets their canonical "mtp.<d>." names, weights.mtp the
+  // depths) and rewritten by the plan.
   std::vector<const TensorInfo*> mtp;
   std::vector<std::string> files;  // every safetensors file read (for the resume signature)
 
   // Fails with the engine's own message ("[load] ...", "[config] ...") for a bad source.
-  static Result<std::unique_ptr<Source>> open(const std::string& dir);
+  // `bind_mtp`: bind the MTP depths too (an error when the source has none).
+  static Result<std::unique_ptr<Source>> open(const std::string& dir, bool bind_mtp = false);
 };
 
 // The rows of one module's logical matrix [total_rows, cols], gathered from source views:
@@ -68,6 +71,7 @@ class RowSource {
 
  private:
   const Band& band_of(int64_t r) const;
+  Result<RowSource> checked(const Module& m) &&;
   std::vector<Band> bands_;
   int64_t cols_ = 0;
 };
