@@ -128,8 +128,20 @@ int run(const QuantizeArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   auto src = Source::open(a.src, po.mtp);
   if (!src.ok()) return fail(src.status().message(), 2);
+  // --mtp keep of depths stored quantized (an earlier --mtp quantize): planned at their stored
+  // specs, so they are copied byte for byte and config.json's quantization block describes them.
+  const bool keep_quantized_mtp = a.mtp == "keep" && src.value()->mtp_quantized;
+  if (keep_quantized_mtp) po.mtp = true;
   auto plan = make_plan(src.value()->config, po);
   if (!plan.ok()) return fail(plan.status().message(), 2);
+  if (keep_quantized_mtp)
+    for (PlanItem& item : plan->items)
+      if (Module* m = std::get_if<Module>(&item); m && m->group == Group::kMtp) {
+        auto rows = RowSource::of(*src.value(), *m);
+        if (!rows.ok()) return fail(rows.status().message(), 1);
+        m->spec = rows->stored_spec();
+        m->kept_why.clear();
+      }
 
   RunOptions o;
   o.dst = a.dst;
@@ -146,7 +158,7 @@ int run(const QuantizeArgs& a) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     uint64_t mtp = 0;
     for (const TensorInfo* t : src.value()->mtp) mtp += t->nbytes;
-    if (a.mtp == "keep") ro.mtp_bytes = mtp;
+    if (a.mtp == "keep" && !keep_quantized_mtp) ro.mtp_bytes = mtp;
     std::printf("quantized %s (%s) -> %s in %.1f s; recipe %s, main spec %s\n\n", a.src.c_str(),
                 src.value()->layout.c_str(), a.dst.c_str(), s, recipe->name,
                 plan->main.str().c_str());

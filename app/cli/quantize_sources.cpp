@@ -56,6 +56,11 @@ Result<std::unique_ptr<Source>> Source::open(const std::string& dir, bool bind_m
     for (const auto& [name, info] : s->mtp_store->all())
       if (is_mtp(name) && !s->store.find(name)) s->mtp.push_back(info);
   }
+  for (const TensorInfo* t : s->mtp) {
+    const std::string& n = t->name;
+    s->mtp_quantized |= n.size() > 7 && n.compare(n.size() - 7, 7, ".scales") == 0;
+  }
+  bind_mtp |= s->mtp_quantized && !s->config.mtp.depths.empty();
   SanitizeReport report;
   INK_ASSIGN_OR_RETURN(s->tensors, sanitize(refs_from_store(s->store), &report));
   s->layout = report.layout;
@@ -118,6 +123,16 @@ void RowSource::copy_row(int64_t r, const QuantSpec& spec, DType scale_dtype, ui
     std::memcpy(scales + at, v.scales + off, n);
     std::memcpy(biases + at, v.biases + off, n);
   }
+}
+
+QuantSpec RowSource::stored_spec() const {
+  const MatView& f = bands_.front().parts.front().view;
+  for (const Band& b : bands_)
+    for (const Part& p : b.parts)
+      if (p.view.format != WeightFormat::kAffine || p.view.bits != f.bits ||
+          p.view.group != f.group)
+        return {};
+  return QuantSpec::affine(f.bits, f.group);
 }
 
 DType RowSource::natural_dtype() const {

@@ -32,10 +32,12 @@ struct Source {
   // --mtp quantize, also bound (tensors gets their canonical "mtp.<d>." names, weights.mtp the
   // depths) and rewritten by the plan.
   std::vector<const TensorInfo*> mtp;
+  bool mtp_quantized = false;      // some MTP tensor has quantization scales (a quantize output)
   std::vector<std::string> files;  // every safetensors file read (for the resume signature)
 
   // Fails with the engine's own message ("[load] ...", "[config] ...") for a bad source.
-  // `bind_mtp`: bind the MTP depths too (an error when the source has none).
+  // `bind_mtp`: bind the MTP depths too (an error when the source has none). Depths stored
+  // quantized are bound in any case (their specs must reach the output's config.json).
   static Result<std::unique_ptr<Source>> open(const std::string& dir, bool bind_mtp = false);
 };
 
@@ -60,6 +62,8 @@ class RowSource {
   bool copyable(const QuantSpec& spec, DType scale_dtype) const;
   void copy_row(int64_t r, const QuantSpec& spec, DType scale_dtype, uint8_t* codes,
                 uint8_t* scales, uint8_t* biases) const;
+  // MLX affine at the source's bits / group when every part is stored so, else float.
+  QuantSpec stored_spec() const;
   // The float dtype the source implies for the output: dense dtype, affine scale dtype, BF16
   // for NVFP4.
   DType natural_dtype() const;

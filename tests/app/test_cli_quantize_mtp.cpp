@@ -427,6 +427,35 @@ TEST(QuantizeMtp, ConfigInspectAndNames) {
   EXPECT_THAT(dry.out, ::testing::ContainsRegex("MTP depths +24 +float BF16 x4, q4/g32 x20"));
 }
 
+// Requantizing an output with quantized depths: --mtp keep copies them byte for byte and
+// config.json still describes them (at a main spec that differs from theirs).
+TEST(QuantizeMtp, KeepOfQuantizedDepthsCopiesThemWithTheirSpecs) {
+  TempDir tmp;
+  const std::string q = tmp.file("q"), k = tmp.file("k");
+  RunResult r = quantize_mtp(kMulti, q, {"--group-size", "32"}, tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli({"quantize", "-q", "-m", q, "-o", k, "--bits", "8", "--group-size", "64"}, tmp.path(),
+              60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = read_tensors(q), b = read_tensors(k);
+  size_t mtp = 0;
+  for (const auto& [name, st] : a) {
+    if (name.rfind("model.mtp.", 0) != 0) continue;
+    ++mtp;
+    ASSERT_TRUE(b.count(name)) << name;
+    EXPECT_EQ(b.at(name).bytes, st.bytes) << name;
+  }
+  EXPECT_EQ(mtp, 3u * 20 + 2 * 20 + 1);
+  const auto cfg = read_json(k + "/config.json");
+  EXPECT_EQ(cfg["quantization"]["bits"], 8);
+  EXPECT_EQ(cfg["quantization"]["model.mtp.layers.0.input_proj"],
+            (nlohmann::json{{"group_size", 32}, {"bits", 4}, {"mode", "affine"}}));
+  EXPECT_EQ(cfg["quantization"]["model.mtp.layers.0.transformer_block.mlp.w2_md"], false);
+  auto m = Model::load(k);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m.value()->weights.mtp[2].block.dense.gate.bits, 4);
+}
+
 // Usage errors of the option, and a source without depths.
 TEST(QuantizeMtp, OptionErrors) {
   TempDir tmp;
