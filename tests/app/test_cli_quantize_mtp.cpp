@@ -315,39 +315,33 @@ std::vector<int32_t> spec_greedy(Engine& e, const std::vector<int32_t>& prompt, 
 }
 
 // Greedy speculative decoding with quantized depths is plain greedy (the trunk verifies every
-// token); the acceptance of bf16, 8-bit and 4-bit depths is printed (docs/performance.md).
+// token); K = 2 runs both depths. The acceptance of 8-bit and 4-bit depths is printed (bf16:
+// tests/model/test_speculative.cpp; figures in docs/performance.md).
 TEST(QuantizeMtp, GreedySpeculativeWithQuantizedDepthsIsPlainGreedy) {
   if (!have_demo()) GTEST_SKIP() << "no demo model";
   TempDir tmp;
-  std::vector<std::pair<std::string, std::string>> models = {{"bf16", kDemo}};
-  for (int bits : {8, 4}) {
-    const std::string out = tmp.file("q" + std::to_string(bits));
-    const RunResult r = quantize_mtp(kDemo, out, {"--bits", std::to_string(bits)}, tmp.path());
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    models.push_back({"q" + std::to_string(bits) + "/g64", out});
-  }
   const std::string ref = fixture_path("demo/");
   const std::vector<std::vector<int32_t>> prompts = {
       json_ids(read_json(ref + "greedy.json"), "prompt_ids"),
       json_ids(read_json(ref + "prompt.json"), "prompt_ids")};
   std::vector<std::vector<int32_t>> want;
-  for (const auto& [label, dir] : models) {
-    auto e = Engine::load(dir, EngineOptions{2, 256});
+  for (int bits : {8, 4}) {
+    const std::string out = tmp.file("q" + std::to_string(bits));
+    const RunResult r = quantize_mtp(kDemo, out, {"--bits", std::to_string(bits)}, tmp.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto e = Engine::load(out, EngineOptions{2, 256});
     ASSERT_TRUE(e.ok()) << e.status().message();
     for (size_t p = 0; p < prompts.size(); ++p) {
-      const auto plain = testing::greedy_ids(*e.value(), prompts[p], 96);
-      if (want.size() < prompts.size()) want.push_back(plain);
-      EXPECT_EQ(plain, want[p]) << label << ": the trunk is the same in every output";
-      for (int k = 1; k <= 2; ++k) {
-        SpeculativeStats st;
-        EXPECT_EQ(spec_greedy(*e.value(), prompts[p], 96, k, &st), want[p])
-            << label << " K=" << k << " prompt " << p;
-        std::printf("[spec] depths %s, prompt %zu, K=%d: %.2f tokens/round, acceptance",
-                    label.c_str(), p, k, st.tokens_per_round());
-        for (size_t i = 0; i < st.drafted.size(); ++i) std::printf(" %.2f", st.acceptance(i));
-        std::printf("\n");
-        EXPECT_GT(st.acceptance(0), 0.0) << label;
-      }
+      // The trunk is stored alike in both outputs: one plain run per prompt.
+      if (want.size() <= p) want.push_back(testing::greedy_ids(*e.value(), prompts[p], 96));
+      SpeculativeStats st;
+      EXPECT_EQ(spec_greedy(*e.value(), prompts[p], 96, 2, &st), want[p])
+          << "q" << bits << " prompt " << p;
+      std::printf("[spec] depths q%d/g64, prompt %zu, K=2: %.2f tokens/round, acceptance", bits, p,
+                  st.tokens_per_round());
+      for (size_t i = 0; i < st.drafted.size(); ++i) std::printf(" %.2f", st.acceptance(i));
+      std::printf("\n");
+      EXPECT_GT(st.acceptance(0), 0.0) << bits;
     }
   }
 }
@@ -360,8 +354,8 @@ TEST(QuantizeMtp, RandomDepthsSpeculativeIsPlainGreedy) {
   const auto prompt = json_ids(read_json(kMulti + "/ref.json"), "prompt_ids");
   auto e = Engine::load(out, EngineOptions{2, 5});  // chunked prompt
   ASSERT_TRUE(e.ok()) << e.status().message();
-  const auto want = testing::greedy_ids(*e.value(), prompt, 64);
-  for (int k = 1; k <= 3; ++k) EXPECT_EQ(spec_greedy(*e.value(), prompt, 64, k, nullptr), want);
+  const auto want = testing::greedy_ids(*e.value(), prompt, 48);
+  for (int k : {1, 3}) EXPECT_EQ(spec_greedy(*e.value(), prompt, 48, k, nullptr), want) << k;
 }
 
 // config.json records the depths like the trunk's modules; inspect shows their formats; the
