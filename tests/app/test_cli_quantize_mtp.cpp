@@ -333,9 +333,9 @@ TEST(QuantizeMtp, GreedySpeculativeWithQuantizedDepthsIsPlainGreedy) {
     ASSERT_TRUE(e.ok()) << e.status().message();
     for (size_t p = 0; p < prompts.size(); ++p) {
       // The trunk is stored alike in both outputs: one plain run per prompt.
-      if (want.size() <= p) want.push_back(testing::greedy_ids(*e.value(), prompts[p], 96));
+      if (want.size() <= p) want.push_back(testing::greedy_ids(*e.value(), prompts[p], 64));
       SpeculativeStats st;
-      EXPECT_EQ(spec_greedy(*e.value(), prompts[p], 96, 2, &st), want[p])
+      EXPECT_EQ(spec_greedy(*e.value(), prompts[p], 64, 2, &st), want[p])
           << "q" << bits << " prompt " << p;
       std::printf("[spec] depths q%d/g64, prompt %zu, K=2: %.2f tokens/round, acceptance", bits, p,
                   st.tokens_per_round());
