@@ -49,6 +49,8 @@ CASES = [  # (source model, prompt, quantize arguments)
     ("quant_nvfp4/model", "quant_nvfp4/ref/prompt.json", ["--bits", "6", "--group-size", "128"]),
     ("quant_mlx4/model", "quant_mlx4/ref/prompt.json", ["--recipe", "mlp-only"]),
     ("quant_mlxvlm/model", "quant_mlxvlm/ref/prompt.json", ["--bits", "8", "--group-size", "64"]),
+    # Quantized MTP depths and their config.json entries (model.mtp.layers.*): mlx-vlm drops them.
+    ("mtp/multi", "mtp/multi/ref.json", ["--bits", "4", "--group-size", "32", "--mtp", "quantize"]),
 ]
 
 

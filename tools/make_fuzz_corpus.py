@@ -62,6 +62,11 @@ def configs():
                 put("model_load", sub.replace("/", "_"), cfg + SEP + fixture_header(st))
 
 
+MTP_MATRICES = tuple(m + ".weight" for m in (
+    "input_proj", "attn.wq_du", "attn.wk_dv", "attn.wv_dv", "attn.wr_du", "attn.wo_ud",
+    "mlp.w13_dn", "mlp.w2_md"))
+
+
 def mtp_configs():
     """Configs with mtp_config (the demo model, the random 3-depth fixture) and a model-load seed
     whose one safetensors header holds the trunk's tensors and the MTP depths' (offsets shifted
@@ -83,6 +88,28 @@ def mtp_configs():
         a, b = v["data_offsets"]
         trunk[k] = {**v, "data_offsets": [a + shift, b + shift]}
     put("model_load", "mtp_multi", cfg + SEP + json.dumps(trunk, separators=(",", ":")).encode())
+    # The same with the depths' matrices MLX affine 4-bit g32 as `inkling quantize --mtp quantize`
+    # writes them (codes, scales, biases; rows of 48 or 72 stay floats, recorded false).
+    end = max(v["data_offsets"][1] for k, v in trunk.items() if k != "__metadata__")
+    quant = {"group_size": 32, "bits": 4, "mode": "affine"}
+    for k in sorted(trunk):
+        v = trunk[k]
+        if not k.startswith("model.mtp.layers.") or not k.endswith(MTP_MATRICES):
+            continue
+        rows, cols = v["shape"]
+        module = k[: -len(".weight")]
+        if cols % 32:
+            quant[module] = False
+            continue
+        for name, dt, shape in ((k, "U32", [rows, cols // 8]), (module + ".scales", "BF16",
+                                [rows, cols // 32]), (module + ".biases", "BF16", [rows, cols // 32])):
+            n = shape[0] * shape[1] * (4 if dt == "U32" else 2)
+            trunk[name] = {"dtype": dt, "shape": shape, "data_offsets": [end, end + n]}
+            end += n
+    qcfg = json.loads(cfg)
+    qcfg["quantization"] = qcfg["quantization_config"] = quant
+    put("model_load", "mtp_multi_q4", json.dumps(qcfg).encode() + SEP +
+        json.dumps(trunk, separators=(",", ":")).encode())
 
 
 def byte_alphabet():

@@ -80,6 +80,7 @@ int run(const QuantizeArgs& a) {
   po.recipe = recipe;
   po.bits = a.bits ? a.bits : recipe->main_bits;
   po.group = a.group ? a.group : recipe->main_group;
+  po.mtp = a.mtp == "quantize";
   if (Status s = check_bits(po.bits, "--bits"); !s) return fail(s.message(), 2);
   if (Status s = check_group(po.group, "--group-size"); !s) return fail(s.message(), 2);
   if (!a.modules.empty()) {
@@ -106,7 +107,7 @@ int run(const QuantizeArgs& a) {
     if (!plan.ok()) return fail(plan.status().message(), 2);
     for (PlanItem& item : plan->items)
       if (Module* m = std::get_if<Module>(&item)) m->float_dtype = dtype.value_or(DType::BF16);
-    ro.mtp_bytes = header_mtp_bytes(a.src);
+    if (a.mtp == "keep") ro.mtp_bytes = header_mtp_bytes(a.src);
     std::printf("inkling quantize --dry-run: %s\n", a.src.c_str());
     std::printf(
         "  %d layers, hidden %d, %d routed + %d shared experts of width %d; recipe %s, "
@@ -125,10 +126,22 @@ int run(const QuantizeArgs& a) {
   if (fs::exists(a.src, ec) && fs::exists(a.dst, ec) && fs::equivalent(a.src, a.dst, ec))
     return fail("[quantize] the output folder is the source folder", 2);
   const auto t0 = std::chrono::steady_clock::now();
-  auto src = Source::open(a.src);
+  auto src = Source::open(a.src, po.mtp);
   if (!src.ok()) return fail(src.status().message(), 2);
+  // --mtp keep of depths stored quantized (an earlier --mtp quantize): planned at their stored
+  // specs, so they are copied byte for byte and config.json's quantization block describes them.
+  const bool keep_quantized_mtp = a.mtp == "keep" && src.value()->mtp_quantized;
+  if (keep_quantized_mtp) po.mtp = true;
   auto plan = make_plan(src.value()->config, po);
   if (!plan.ok()) return fail(plan.status().message(), 2);
+  if (keep_quantized_mtp)
+    for (PlanItem& item : plan->items)
+      if (Module* m = std::get_if<Module>(&item); m && m->group == Group::kMtp) {
+        auto rows = RowSource::of(*src.value(), *m);
+        if (!rows.ok()) return fail(rows.status().message(), 1);
+        m->spec = rows->stored_spec();
+        m->kept_why.clear();
+      }
 
   RunOptions o;
   o.dst = a.dst;
@@ -136,7 +149,7 @@ int run(const QuantizeArgs& a) {
   o.threads = a.threads;
   o.max_shard_bytes = uint64_t(a.max_shard_mb * 1e6);
   o.quiet = a.quiet;
-  o.keep_mtp = a.mtp == "keep";
+  o.keep_mtp = a.mtp != "drop";
   o.dtype = dtype;
   auto outcome = run_quantize(*src.value(), plan.value(), o);
   if (!outcome.ok()) return fail(outcome.status().message(), 1);
@@ -145,7 +158,7 @@ int run(const QuantizeArgs& a) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     uint64_t mtp = 0;
     for (const TensorInfo* t : src.value()->mtp) mtp += t->nbytes;
-    if (o.keep_mtp) ro.mtp_bytes = mtp;
+    if (a.mtp == "keep" && !keep_quantized_mtp) ro.mtp_bytes = mtp;
     std::printf("quantized %s (%s) -> %s in %.1f s; recipe %s, main spec %s\n\n", a.src.c_str(),
                 src.value()->layout.c_str(), a.dst.c_str(), s, recipe->name,
                 plan->main.str().c_str());
@@ -175,14 +188,19 @@ Runner add_quantize(CLI::App& app) {
                  "module groups to quantize, comma-separated (embed, head, attention, dense, "
                  "experts, shared) or all; the others are kept as floats");
   app.add_option("--override", a->overrides,
-                 "PATTERN=SPEC, repeatable, last match wins: PATTERN a group or a glob over "
-                 "module paths (language_model.model.layers.*.mlp.switch_mlp.down_proj), SPEC "
-                 "off, BITS or BITS:GROUP");
+                 "PATTERN=SPEC, repeatable, last match wins: PATTERN a group (mtp too, with "
+                 "--mtp quantize) or a glob over module paths "
+                 "(language_model.model.layers.*.mlp.switch_mlp.down_proj, "
+                 "model.mtp.layers.*.input_proj), SPEC off, BITS or BITS:GROUP");
   app.add_option("--dtype", a->dtype,
                  "dtype of float matrices, scales and biases (default: the source's)")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}));
-  app.add_option("--mtp", a->mtp, "MTP tensors: keep (copied as stored) or drop")
-      ->check(CLI::IsMember({"keep", "drop"}))
+  app.add_option("--mtp", a->mtp,
+                 "MTP draft depths: keep (copied as stored), drop, or quantize (their matrices "
+                 "MLX affine at the recipe's mtp spec, the main spec unless the recipe says "
+                 "otherwise; --override mtp=SPEC or a glob over model.mtp.layers.* changes it; "
+                 "norms and convs as stored)")
+      ->check(CLI::IsMember({"keep", "drop", "quantize"}))
       ->capture_default_str();
   app.add_flag("--dry-run", a->dry_run,
                "print the size of each module group and the memory to run, from config.json "

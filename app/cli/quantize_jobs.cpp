@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "ops/affine_quantize.h"
@@ -178,11 +179,27 @@ Result<std::vector<Job>> make_jobs(const Source& src, Plan& plan, std::optional<
     for (const TensorDecl& d : j.decls) j.bytes += d.nbytes();
     jobs.push_back(std::move(j));
   }
+  // MTP tensors the plan does not write (all of them unless --mtp quantize planned the depths)
+  // are copied as stored; with planned depths under the release's spelling model.mtp.layers.
+  std::set<std::string> planned_names, planned_modules;
+  for (const PlanItem& item : plan.items) {
+    if (const Module* m = std::get_if<Module>(&item); m && m->group == Group::kMtp)
+      planned_modules.insert(m->path);
+    else if (const SmallTensor* t = std::get_if<SmallTensor>(&item))
+      planned_names.insert(t->name);
+  }
+  const bool mtp_planned = !planned_modules.empty();
   if (keep_mtp)
     for (const TensorInfo* t : src.mtp) {
+      std::string name = t->name;
+      if (mtp_planned && name.rfind("mtp.", 0) == 0) name = "model." + name;
+      const size_t dot = name.rfind('.');
+      if (planned_names.count(name) ||
+          (dot != std::string::npos && planned_modules.count(name.substr(0, dot))))
+        continue;
       Job j;
       j.raw = t;
-      j.decls.push_back({t->name, t->dtype, t->shape});
+      j.decls.push_back({name, t->dtype, t->shape});
       j.bytes = t->nbytes;
       jobs.push_back(std::move(j));
     }

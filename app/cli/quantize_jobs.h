@@ -26,7 +26,8 @@ struct Job {
   uint64_t bytes = 0;
 };
 
-// One job per plan item (plus the MTP tensors when keep_mtp), sources bound and dtypes decided:
+// One job per plan item (plus, when keep_mtp, the MTP tensors the plan does not write, copied as
+// stored), sources bound and dtypes decided:
 // module floats/scales take `dtype` or else the source's; small tensors stay as stored. Sets the
 // plan's dtypes so its size table matches what is written.
 Result<std::vector<Job>> make_jobs(const Source& src, Plan& plan, std::optional<DType> dtype,

@@ -14,8 +14,8 @@ std::vector<int64_t> Module::shape(int64_t last) const {
 
 namespace {
 
-// The modules and small tensors of config `c`, with no specs yet.
-std::vector<PlanItem> layout(const ModelConfig& c) {
+// The modules and small tensors of config `c`, with no specs yet; the MTP depths when `mtp`.
+std::vector<PlanItem> layout(const ModelConfig& c, bool mtp) {
   std::vector<PlanItem> items;
   const int64_t H = c.hidden, V = c.vocab_size, K = c.conv_k;
   int layer = -1;
@@ -88,6 +88,43 @@ std::vector<PlanItem> layout(const ModelConfig& c) {
   layer = -1;
   small(L + "norm.weight", "model.norm.weight", {H});
   mod("language_model.lm_head", Group::kHead, Role::kHead, 0, V, H);
+  if (!mtp) return items;
+  // The MTP depths keep the release's names (mlx-vlm drops every key containing ".mtp", so there
+  // is no MLX convention to follow): model.mtp.layers.<d>.{embed_norm, hidden_norm, input_proj}
+  // and .transformer_block.<the trunk layer's original names>, conv weights [C, 1, K]. Sources
+  // are the canonical names sanitize_mtp() gives them ("mtp.<d>.").
+  for (size_t d = 0; d < c.mtp.depths.size(); ++d) {
+    const LayerSpec& s = c.mtp.depths[d];
+    const std::string D = "model.mtp.layers." + std::to_string(d) + ".";
+    const std::string P = D + "transformer_block.";
+    const std::string p = "mtp." + std::to_string(d) + ".";
+    const int64_t nh = s.n_heads, nkv = s.n_kv_heads, hd = s.head_dim, W = c.dense_width;
+    auto depth_mod = [&](const std::string& path, Role role, int64_t rows, int64_t cols) {
+      mod(path, Group::kMtp, role, 0, rows, cols);
+      std::get<Module>(items.back()).depth = int(d);
+    };
+    small(D + "embed_norm.weight", p + "embed_norm.weight", {H});
+    small(D + "hidden_norm.weight", p + "hidden_norm.weight", {H});
+    depth_mod(D + "input_proj", Role::kMtpInput, H, 2 * H);
+    small(P + "attn_norm.weight", p + "input_layernorm.weight", {H});
+    depth_mod(P + "attn.wq_du", Role::kMtpQ, nh * hd, H);
+    depth_mod(P + "attn.wk_dv", Role::kMtpK, nkv * hd, H);
+    depth_mod(P + "attn.wv_dv", Role::kMtpV, nkv * hd, H);
+    depth_mod(P + "attn.wr_du", Role::kMtpR, nh * c.d_rel, H);
+    depth_mod(P + "attn.wo_ud", Role::kMtpO, H, nh * hd);
+    small(P + "attn.q_norm.weight", p + "self_attn.q_norm.weight", {hd});
+    small(P + "attn.k_norm.weight", p + "self_attn.k_norm.weight", {hd});
+    small(P + "attn.k_sconv.weight", p + "self_attn.k_sconv.conv1d.weight", {nkv * hd, 1, K});
+    small(P + "attn.v_sconv.weight", p + "self_attn.v_sconv.conv1d.weight", {nkv * hd, 1, K});
+    small(P + "attn.rel_logits_proj.proj", p + "self_attn.rel_logits_proj.proj",
+          {c.d_rel, s.rel_extent});
+    small(P + "attn_sconv.weight", p + "attn_sconv.conv1d.weight", {H, 1, K});
+    small(P + "mlp_norm.weight", p + "post_attention_layernorm.weight", {H});
+    depth_mod(P + "mlp.w13_dn", Role::kMtpGateUp, 2 * W, H);
+    depth_mod(P + "mlp.w2_md", Role::kMtpDown, H, W);
+    small(P + "mlp.global_scale", p + "mlp.global_scale", {1});
+    small(P + "mlp_sconv.weight", p + "mlp_sconv.conv1d.weight", {H, 1, K});
+  }
   return items;
 }
 
@@ -111,12 +148,12 @@ Result<Plan> make_plan(const ModelConfig& c, const PlanOptions& o) {
   Plan plan;
   plan.main = QuantSpec::affine(o.bits, o.group);
   plan.recipe = o.recipe->name;
-  plan.items = layout(c);
+  plan.items = layout(c, o.mtp);
   for (PlanItem& item : plan.items) {
     Module* m = std::get_if<Module>(&item);
     if (!m) continue;
     m->spec = recipe_spec(*o.recipe, m->group, plan.main);
-    if (o.modules && m->group != Group::kRouter) {
+    if (o.modules && m->group != Group::kRouter && m->group != Group::kMtp) {
       bool listed = false;
       for (Group g : *o.modules) listed |= g == m->group;
       m->spec = !listed ? QuantSpec{} : (m->spec.quantized ? m->spec : plan.main);
@@ -138,8 +175,9 @@ Result<Plan> make_plan(const ModelConfig& c, const PlanOptions& o) {
     if (matched == 0)
       return Status::error("--override '" + ov.text + "': pattern '" + ov.pattern +
                            "' matches no module of this model (use a group: embed, head, "
-                           "attention, dense, experts, shared; or a glob over module paths "
-                           "such as language_model.model.layers.*.self_attn.qkvr_proj)");
+                           "attention, dense, experts, shared, mtp (with --mtp quantize); or a "
+                           "glob over module paths such as "
+                           "language_model.model.layers.*.self_attn.qkvr_proj)");
   }
   // What the shapes allow: a row length (and a shared expert's width) the group divides.
   for (PlanItem& item : plan.items) {

@@ -31,7 +31,16 @@ enum class Role : uint8_t {
   kExpertDown,
   kSharedGate,
   kSharedUp,
-  kSharedDown
+  kSharedDown,
+  // MTP depth `Module::depth` (stored under the release's names, spec/inkling-mtp.md)
+  kMtpInput,
+  kMtpQ,
+  kMtpK,
+  kMtpV,
+  kMtpR,
+  kMtpO,
+  kMtpGateUp,  // mlp.w13_dn: gate and up rows interleaved (g0, u0, g1, u1, ...), as released
+  kMtpDown
 };
 
 // One matrix of the output (a Linear / Embedding / SwitchLinear of mlx-vlm).
@@ -40,7 +49,8 @@ struct Module {
   Group group = Group::kAttention;
   Role role = Role::kQkvr;
   int layer = -1;
-  int64_t n = 0;  // > 0: stacked experts, [n, rows, cols]
+  int depth = -1;  // MTP modules: the draft depth
+  int64_t n = 0;   // > 0: stacked experts, [n, rows, cols]
   int64_t rows = 0, cols = 0;
   int64_t split = 0;     // flattened shared down_proj: columns per expert (the group must
                          // divide it so each expert's groups stay its own), else 0
@@ -71,6 +81,8 @@ struct PlanOptions {
   int bits = 0, group = 0;                    // the main spec
   std::optional<std::vector<Group>> modules;  // --modules
   std::vector<Override> overrides;
+  bool mtp = false;  // --mtp quantize: plan the MTP depths' tensors (matrices at the mtp group's
+                     // spec) after the text model's
 };
 
 struct Plan {

@@ -18,43 +18,45 @@ constexpr GroupNames kGroups[kGroupCount] = {
     {Group::kEmbed, "embed", "embedding"},         {Group::kHead, "head", "lm_head"},
     {Group::kAttention, "attention", "attention"}, {Group::kDense, "dense", "dense MLP"},
     {Group::kRouter, "router", "router"},          {Group::kExperts, "experts", "routed experts"},
-    {Group::kShared, "shared", "shared experts"},
+    {Group::kShared, "shared", "shared experts"},  {Group::kMtp, "mtp", "MTP depths"},
 };
 
 constexpr Recipe::Entry K{Recipe::kKeep, 0, 0};
 constexpr Recipe::Entry M{Recipe::kMain, 0, 0};
 constexpr Recipe::Entry Q8{Recipe::kFixed, 8, 64};
 
-// Columns: embed, head, attention, dense, router, experts, shared. The router stays floats in
+// Columns: embed, head, attention, dense, router, experts, shared, mtp. The router stays floats in
 // every recipe: mlx-vlm holds it as a plain array (mlp.gate_weight), not a quantizable Linear.
+// The MTP depths (used only with --mtp quantize) take the main spec, or 8-bit g64 in the recipes
+// that keep every module but the routed experts at 8 bits.
 constexpr Recipe kRecipes[] = {
     {"uniform",
      "every quantizable module at the main spec (mlx-vlm convert's default)",
      4,
      64,
-     {M, M, M, M, K, M, M}},
+     {M, M, M, M, K, M, M, M}},
     {"experts-only",
      "routed experts at the main spec, everything else kept as floats",
      4,
      64,
-     {K, K, K, K, K, M, K}},
+     {K, K, K, K, K, M, K, M}},
     {"mlp-only",
      "dense MLP, routed and shared experts at the main spec; attention, embedding and head "
      "kept as floats (the mlx-community Inkling-Small-mlx-4bit split)",
      4,
      64,
-     {K, K, K, M, K, M, M}},
+     {K, K, K, M, K, M, M, M}},
     {"mixed",
      "routed experts at the main spec, every other module 8-bit g64",
      4,
      64,
-     {Q8, Q8, Q8, Q8, K, M, Q8}},
+     {Q8, Q8, Q8, Q8, K, M, Q8, Q8}},
     {"fit-128gb",
      "routed experts 3-bit g64 (the main spec), every other module 8-bit g64: Inkling-Small "
      "weighs 110.9 GiB and runs a 32k context in 113 GiB (see --dry-run)",
      3,
      64,
-     {Q8, Q8, Q8, Q8, K, M, Q8}},
+     {Q8, Q8, Q8, Q8, K, M, Q8, Q8}},
 };
 
 bool parse_int(const std::string& s, int* out) {
@@ -147,7 +149,11 @@ Result<std::vector<Group>> parse_modules(const std::string& text) {
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (key == "all") {
       for (const auto& g : kGroups)
-        if (g.group != Group::kRouter) out.push_back(g.group);
+        if (g.group != Group::kRouter && g.group != Group::kMtp) out.push_back(g.group);
+    } else if (key == "mtp") {
+      return Status::error(
+          "--modules: the MTP depths are quantized with --mtp quantize (at the recipe's spec; "
+          "--override mtp=SPEC changes it)");
     } else if (key == "router") {
       return Status::error(
           "--modules: the router is never quantized (mlx-vlm holds it as a "

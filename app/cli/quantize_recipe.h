@@ -14,9 +14,11 @@
 
 namespace inkling::cli {
 
-// Module groups of the output (mlx-vlm modules): the unit recipes and --modules speak of.
-enum class Group : uint8_t { kEmbed, kHead, kAttention, kDense, kRouter, kExperts, kShared };
-constexpr int kGroupCount = 7;
+// Module groups of the output (mlx-vlm modules): the unit recipes and --modules speak of. kMtp
+// holds the matrices of the MTP draft depths, planned only with --mtp quantize (not a --modules
+// group: --mtp decides whether they are quantized, the recipe at which spec).
+enum class Group : uint8_t { kEmbed, kHead, kAttention, kDense, kRouter, kExperts, kShared, kMtp };
+constexpr int kGroupCount = 8;
 
 const char* group_key(Group g);    // "embed", "head", "attention", "dense", "router", ...
 const char* group_label(Group g);  // "embedding", "lm_head", "attention", "dense MLP", ...

@@ -22,7 +22,7 @@ struct RunOptions {
   int threads = 0;     // 0: every hardware thread
   uint64_t max_shard_bytes = 5'000'000'000;
   bool quiet = false;
-  bool keep_mtp = true;        // copy the MTP tensors as stored
+  bool keep_mtp = true;        // copy the MTP tensors the plan does not write, as stored
   std::optional<DType> dtype;  // floats, scales and biases of matrices (default: the source's)
 };
 

@@ -28,7 +28,7 @@ bool is_mtp(const std::string& name) {
 
 }  // namespace
 
-Result<std::unique_ptr<Source>> Source::open(const std::string& dir) {
+Result<std::unique_ptr<Source>> Source::open(const std::string& dir, bool bind_mtp) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return Status::error("[quantize] " + dir + ": no such folder");
   if (!fs::is_directory(dir, ec))
@@ -56,11 +56,33 @@ Result<std::unique_ptr<Source>> Source::open(const std::string& dir) {
     for (const auto& [name, info] : s->mtp_store->all())
       if (is_mtp(name) && !s->store.find(name)) s->mtp.push_back(info);
   }
+  for (const TensorInfo* t : s->mtp) {
+    const std::string& n = t->name;
+    s->mtp_quantized |= n.size() > 7 && n.compare(n.size() - 7, 7, ".scales") == 0;
+  }
+  bind_mtp |= s->mtp_quantized && !s->config.mtp.depths.empty();
   SanitizeReport report;
   INK_ASSIGN_OR_RETURN(s->tensors, sanitize(refs_from_store(s->store), &report));
   s->layout = report.layout;
+  if (bind_mtp) {
+    // As the engine binds them (model/engine.cpp): sanitize_mtp over every MTP tensor.
+    if (s->config.mtp.depths.empty())
+      return Status::error("[quantize] " + dir +
+                           "/config.json: --mtp quantize, but the config declares no MTP depths "
+                           "(mtp_config.num_nextn_predict_layers)");
+    TensorMap raw;
+    for (const TensorInfo* t : s->mtp) raw.emplace(t->name, ref_from_info(*t));
+    INK_ASSIGN_OR_RETURN(TensorMap mtp, sanitize_mtp(raw));
+    if (!mtp.count("mtp.0.input_proj.weight"))
+      return Status::error("[quantize] " + dir +
+                           ": --mtp quantize, but the source has no MTP tensors "
+                           "(model.mtp.layers.0.input_proj.weight is missing)");
+    s->tensors.merge(mtp);
+  }
   INK_ASSIGN_OR_RETURN(s->quant, load_quant_config(dir));
   INK_ASSIGN_OR_RETURN(s->weights, bind_weights(s->config, s->tensors, s->quant));
+  if (bind_mtp && s->weights.mtp.size() != s->config.mtp.depths.size())
+    return Status::error("[quantize] " + dir + ": the MTP depths did not bind");
   return s;
 }
 
@@ -101,6 +123,16 @@ void RowSource::copy_row(int64_t r, const QuantSpec& spec, DType scale_dtype, ui
     std::memcpy(scales + at, v.scales + off, n);
     std::memcpy(biases + at, v.biases + off, n);
   }
+}
+
+QuantSpec RowSource::stored_spec() const {
+  const MatView& f = bands_.front().parts.front().view;
+  for (const Band& b : bands_)
+    for (const Part& p : b.parts)
+      if (p.view.format != WeightFormat::kAffine || p.view.bits != f.bits ||
+          p.view.group != f.group)
+        return {};
+  return QuantSpec::affine(f.bits, f.group);
 }
 
 DType RowSource::natural_dtype() const {
@@ -157,6 +189,46 @@ Result<RowSource> RowSource::of(const Source& src, const Module& m) {
       row0 += v.rows;
     }
   };
+  if (m.group == Group::kMtp) {
+    if (m.depth < 0 || size_t(m.depth) >= w.mtp.size())
+      return Status::error("[quantize] " + m.path + ": the source has no MTP depth " +
+                           std::to_string(m.depth));
+    const MtpDepthWeights& D = w.mtp[size_t(m.depth)];
+    const AttentionWeights& a = D.block.attn;
+    switch (m.role) {
+      case Role::kMtpInput:
+        one(D.input_proj);
+        break;
+      case Role::kMtpQ:
+        one(a.q);
+        break;
+      case Role::kMtpK:
+        one(a.k);
+        break;
+      case Role::kMtpV:
+        one(a.v);
+        break;
+      case Role::kMtpR:
+        one(a.r);
+        break;
+      case Role::kMtpO:
+        one(a.o);
+        break;
+      case Role::kMtpGateUp:
+        // The released row order: gate row i at 2i, up row i at 2i + 1.
+        for (int64_t i = 0; i < D.block.dense.gate.rows; ++i) {
+          rs.bands_.push_back({2 * i, 1, {{D.block.dense.gate.slice_rows(i, 1), 0}}});
+          rs.bands_.push_back({2 * i + 1, 1, {{D.block.dense.up.slice_rows(i, 1), 0}}});
+        }
+        break;
+      case Role::kMtpDown:
+        one(D.block.dense.down);
+        break;
+      default:
+        return Status::error("[quantize] " + m.path + ": not an MTP module");
+    }
+    return std::move(rs).checked(m);
+  }
   const bool in_layers = m.layer >= 0 && size_t(m.layer) < w.layers.size();
   if (m.layer >= 0 && !in_layers)
     return Status::error("[quantize] " + m.path + ": the source has no layer " +
@@ -222,10 +294,16 @@ Result<RowSource> RowSource::of(const Source& src, const Module& m) {
       rs.bands_.push_back(std::move(b));
       break;
     }
+    default:
+      return Status::error("[quantize] " + m.path + ": an MTP role outside the MTP group");
   }
+  return std::move(rs).checked(m);
+}
+
+Result<RowSource> RowSource::checked(const Module& m) && {
   // Binding checked every shape against the config; this guards the plan/bind agreement.
   int64_t rows = 0;
-  for (const Band& b : rs.bands_) {
+  for (const Band& b : bands_) {
     int64_t cols = 0;
     for (const Part& p : b.parts) {
       if (!p.view.data || p.view.rows != b.rows)
@@ -236,9 +314,9 @@ Result<RowSource> RowSource::of(const Source& src, const Module& m) {
       return Status::error("[quantize] " + m.path + ": source views do not match the plan");
     rows += b.rows;
   }
-  if (rs.bands_.empty() || rows != m.total_rows())
+  if (bands_.empty() || rows != m.total_rows())
     return Status::error("[quantize] " + m.path + ": source views do not match the plan");
-  return rs;
+  return std::move(*this);
 }
 
 }  // namespace inkling::cli

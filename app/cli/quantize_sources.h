@@ -28,12 +28,17 @@ struct Source {
   std::string layout;
   QuantConfig quant;
   Weights weights;
-  // Multi-token-prediction tensors (model.mtp.* / mtp.*): not part of the text model, copied.
+  // Multi-token-prediction tensors (model.mtp.* / mtp.*) as stored: copied (--mtp keep), or, with
+  // --mtp quantize, also bound (tensors gets their canonical "mtp.<d>." names, weights.mtp the
+  // depths) and rewritten by the plan.
   std::vector<const TensorInfo*> mtp;
+  bool mtp_quantized = false;      // some MTP tensor has quantization scales (a quantize output)
   std::vector<std::string> files;  // every safetensors file read (for the resume signature)
 
   // Fails with the engine's own message ("[load] ...", "[config] ...") for a bad source.
-  static Result<std::unique_ptr<Source>> open(const std::string& dir);
+  // `bind_mtp`: bind the MTP depths too (an error when the source has none). Depths stored
+  // quantized are bound in any case (their specs must reach the output's config.json).
+  static Result<std::unique_ptr<Source>> open(const std::string& dir, bool bind_mtp = false);
 };
 
 // The rows of one module's logical matrix [total_rows, cols], gathered from source views:
@@ -57,6 +62,8 @@ class RowSource {
   bool copyable(const QuantSpec& spec, DType scale_dtype) const;
   void copy_row(int64_t r, const QuantSpec& spec, DType scale_dtype, uint8_t* codes,
                 uint8_t* scales, uint8_t* biases) const;
+  // MLX affine at the source's bits / group when every part is stored so, else float.
+  QuantSpec stored_spec() const;
   // The float dtype the source implies for the output: dense dtype, affine scale dtype, BF16
   // for NVFP4.
   DType natural_dtype() const;
@@ -68,6 +75,7 @@ class RowSource {
 
  private:
   const Band& band_of(int64_t r) const;
+  Result<RowSource> checked(const Module& m) &&;
   std::vector<Band> bands_;
   int64_t cols_ = 0;
 };

@@ -155,6 +155,26 @@ ModelInfo describe(const Model& m, const std::string& dir) {
       << (m.weights.mtp.empty()
               ? "tensors absent (no speculative decoding)"
               : "tensors bound (--draft up to " + std::to_string(m.weights.mtp.size()) + ")");
+    // Each bound depth's matrices by storage (bf16 as released, or quantized by
+    // `inkling quantize --mtp quantize`).
+    for (size_t d = 0; d < m.weights.mtp.size(); ++d) {
+      const MtpDepthWeights& w = m.weights.mtp[d];
+      std::vector<std::pair<std::string, int>> formats;
+      for (const MatView* v :
+           {&w.input_proj, &w.block.attn.q, &w.block.attn.k, &w.block.attn.v, &w.block.attn.r,
+            &w.block.attn.o, &w.block.dense.gate, &w.block.dense.up, &w.block.dense.down}) {
+        const std::string f = format_label(*v);
+        auto it = std::find_if(formats.begin(), formats.end(),
+                               [&](const auto& e) { return e.first == f; });
+        if (it == formats.end())
+          formats.push_back({f, 1});
+        else
+          ++it->second;
+      }
+      s << "\n  depth " << d << " matrices:";
+      for (size_t i = 0; i < formats.size(); ++i)
+        s << (i ? ", " : " ") << formats[i].first << " x" << formats[i].second;
+    }
   }
   for (const LayerSpec& l : c.mtp.depths) info.mtp_kinds.push_back(l.sliding ? "banded" : "global");
   info.mtp_depths = int(m.weights.mtp.size());
