@@ -48,16 +48,27 @@ HWY_INLINE float Sum(DF df, VF v) {
 
 // ---- matvec ---------------------------------------------------------------------------------
 // Few tokens (decode, speculative verification, batched decode: up to 16 tokens) are streamed
-// through register tiles of R weight rows x NT tokens. Every (row, token) dot is summed in one
+// through register tiles of weight rows x tokens. Every (row, token) dot is summed in one
 // canonical order whatever the tile: four chains over groups of four vector chunks (chunk k of a
 // group into chain k), any last single chunks into chain 0, (a0 + a1) + (a2 + a3) reduced by
-// SumOfLanes, then the scalar tail in column order. So a row's result is bitwise the same
+// SumOfLanes, then the scalar tail in column order (Finish). So a row's result is bitwise the same
 // computed alone (decode) or with up to 15 other tokens (verify, batched decode), which greedy
 // speculative decoding relies on (ops/formats.h). One token streams one row at a time: one
 // sequential stream per thread reached 0.9-0.95 of the read probe on the Zen 4 VM with 2 threads,
-// where 4 rows interleaved reached 0.65-0.75. Several tokens: 2 rows x 2 tokens per tile (16
-// accumulators), each bf16 weight vector widened once per tile and each x load shared by 2 rows.
+// where 4 rows interleaved reached 0.65-0.75.
 
+// The canonical end of one (row, token) dot: the four chains combined, then the scalar tail
+// [c, n) in column order.
+template <typename WT>
+HWY_INLINE float Finish(DF df, VF a0, VF a1, VF a2, VF a3, const float* x, const WT* w, int64_t c,
+                        int64_t n) {
+  float s = Sum(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)));
+  for (int64_t k = c; k < n; ++k) s += x[k] * ScalarW(w, k);
+  return s;
+}
+
+// R rows x NT tokens, the four chains in registers (4 x R x NT accumulators): the decode kernel
+// (R = NT = 1).
 template <int R, int NT, typename WT>
 HWY_INLINE void DotTile(DF df, const float* x, int64_t ldx, const WT* w, int64_t ld, int64_t n,
                         float* y, int64_t ldy) {
@@ -96,19 +107,98 @@ HWY_INLINE void DotTile(DF df, const float* x, int64_t ldx, const WT* w, int64_t
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 4
-    for (int t = 0; t < NT; ++t) {
-      float s = Sum(df, hn::Add(hn::Add(a[0][i][t], a[1][i][t]), hn::Add(a[2][i][t], a[3][i][t])));
-      for (int64_t k = c; k < n; ++k) s += x[t * ldx + k] * ScalarW(w + i * ld, k);
-      y[t * ldy + i] = s;
-    }
+    for (int t = 0; t < NT; ++t)
+      y[t * ldy + i] =
+          Finish(df, a[0][i][t], a[1][i][t], a[2][i][t], a[3][i][t], x + t * ldx, w + i * ld, c, n);
 }
 
-// R rows x nt (1..2) tokens.
+// Several tokens: a tile of R rows x NT tokens runs the four chains one after another (chain k
+// reads chunk k of every group), so it needs one accumulator per (row, token) instead of four:
+// R x NT accumulators, R + NT loads per R x NT FMAs (4 x 4 on AVX-512: 8 loads per 16 FMAs, where
+// four chains in registers allowed only 2 x 2 tiles, 4 loads per 4 FMAs). Each chain's partial
+// sums wait in `park` until the last chain is done; the per-(row, token) arithmetic is the
+// decode kernel's, op for op.
+#if HWY_TARGET <= HWY_AVX3
+constexpr int kFewR = 4, kFewT = 4;  // 16 accumulators + 4 weight vectors + 1 x vector
+#else
+constexpr int kFewR = 2, kFewT = 4;  // 8 + 2 + 1 of 16 registers
+#endif
+constexpr int kFewMaxTok = 16;  // kFewMaxTokens (ops/formats.h)
+// Columns per block: 4 rows of bf16 weights (8 KiB) stay in L1 while every token group passes.
+constexpr int64_t kFewBlockCols = 1024;
+
+// Parked chain sums of one row tile: [chain][row][token][lane].
+struct Park {
+  float* p;
+  int64_t lanes;
+  float* at(int k, int i, int t) const {
+    return p + ((int64_t(k) * kFewR + i) * kFewMaxTok + t) * lanes;
+  }
+};
+
+// Columns [c0, c1) (whole groups) of an R x NT tile, each chain continuing from its parked sums
+// (or zero when `first`); `last` appends the single chunks [c1, c_end) to chain 0.
+template <int R, int NT, typename WT>
+HWY_INLINE void ChainBlock(DF df, const float* x, int64_t ldx, const WT* w, int64_t ld, int64_t c0,
+                           int64_t c1, int64_t c_end, bool first, bool last, const Park& pk) {
+  const int64_t N = int64_t(hn::Lanes(df));
+#pragma GCC unroll 1
+  for (int k = 0; k < 4; ++k) {
+    VF a[R][NT];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) a[i][t] = first ? hn::Zero(df) : hn::Load(df, pk.at(k, i, t));
+    for (int64_t c = c0 + int64_t(k) * N; c < c1; c += 4 * N) {
+      VF wv[R];
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) wv[i] = LoadW(df, w + i * ld + c);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const VF xv = hn::LoadU(df, x + t * ldx + c);
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) a[i][t] = hn::MulAdd(wv[i], xv, a[i][t]);
+      }
+    }
+    if (k == 0 && last)
+      for (int64_t c = c1; c < c_end; c += N) {
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) {
+          const VF wv = LoadW(df, w + i * ld + c);
+#pragma GCC unroll 4
+          for (int t = 0; t < NT; ++t)
+            a[i][t] = hn::MulAdd(wv, hn::LoadU(df, x + t * ldx + c), a[i][t]);
+        }
+      }
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) hn::Store(a[i][t], df, pk.at(k, i, t));
+  }
+}
+
+// R rows x nt (1..NT) tokens.
+template <int R, int NT, typename WT>
+HWY_INLINE void ChainBlockN(DF df, int nt, const float* x, int64_t ldx, const WT* w, int64_t ld,
+                            int64_t c0, int64_t c1, int64_t c_end, bool first, bool last,
+                            const Park& pk) {
+  if constexpr (NT > 1) {
+    if (nt < NT)
+      return ChainBlockN<R, NT - 1>(df, nt, x, ldx, w, ld, c0, c1, c_end, first, last, pk);
+  }
+  ChainBlock<R, NT>(df, x, ldx, w, ld, c0, c1, c_end, first, last, pk);
+}
+
+// nr (1..R) rows x nt tokens.
 template <int R, typename WT>
-HWY_INLINE void DotTileN(DF df, int nt, const float* x, int64_t ldx, const WT* w, int64_t ld,
-                         int64_t n, float* y, int64_t ldy) {
-  if (nt == 1) return DotTile<R, 1>(df, x, ldx, w, ld, n, y, ldy);
-  DotTile<R, 2>(df, x, ldx, w, ld, n, y, ldy);
+HWY_INLINE void ChainBlockRows(DF df, int nr, int nt, const float* x, int64_t ldx, const WT* w,
+                               int64_t ld, int64_t c0, int64_t c1, int64_t c_end, bool first,
+                               bool last, const Park& pk) {
+  if constexpr (R > 1) {
+    if (nr < R)
+      return ChainBlockRows<R - 1>(df, nr, nt, x, ldx, w, ld, c0, c1, c_end, first, last, pk);
+  }
+  ChainBlockN<R, kFewT>(df, nt, x, ldx, w, ld, c0, c1, c_end, first, last, pk);
 }
 
 template <typename WT>
@@ -119,21 +209,39 @@ void MatvecT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld
     for (int64_t r = r0; r < r1; ++r) DotTile<1, 1>(df, x, ldx, w + r * ld, ld, cols, y + r, ldy);
     return;
   }
-  // Several tokens: 2 rows x 2 tokens per tile, the next rows prefetched.
-  constexpr int R = 2, NT = 2;
-  int64_t r = r0;
-  for (; r + R <= r1; r += R) {
-    const WT* wr = w + r * ld;
-    if (r + 2 * R <= r1)
-      for (int j = 0; j < R; ++j) hwy::Prefetch(wr + (R + j) * ld);
-    for (int64_t t = 0; t < n_tok; t += NT)
-      DotTileN<R>(df, int(std::min<int64_t>(NT, n_tok - t)), x + t * ldx, ldx, wr, ld, cols,
-                  y + t * ldy + r, ldy);
+  if (n_tok > kFewMaxTok) {  // pieces of kFewMaxTok tokens (the registry binds gemm for these)
+    for (int64_t t = 0; t < n_tok; t += kFewMaxTok)
+      MatvecT(x + t * ldx, std::min<int64_t>(kFewMaxTok, n_tok - t), ldx, w, ld, cols, r0, r1,
+              y + t * ldy, ldy);
+    return;
   }
-  for (; r < r1; ++r)
-    for (int64_t t = 0; t < n_tok; t += NT)
-      DotTileN<1>(df, int(std::min<int64_t>(NT, n_tok - t)), x + t * ldx, ldx, w + r * ld, ld, cols,
-                  y + t * ldy + r, ldy);
+  // Several tokens: per kFewR rows, column blocks of kFewBlockCols; in each block every group of
+  // kFewT tokens runs its four chains, the block's weights staying in L1 for all the tokens.
+  const int64_t N = int64_t(hn::Lanes(df));
+  const int64_t groups_end = cols / (4 * N) * (4 * N);
+  int64_t c_end = groups_end;
+  while (c_end + N <= cols) c_end += N;
+  const int64_t block = std::max<int64_t>(4 * N, kFewBlockCols / (4 * N) * (4 * N));
+  HWY_ALIGN float park[4 * kFewR * kFewMaxTok * hn::MaxLanes(DF())];
+  const Park pk{park, N};
+  for (int64_t r = r0; r < r1; r += kFewR) {
+    const int nr = int(std::min<int64_t>(kFewR, r1 - r));
+    const WT* wr = w + r * ld;
+    for (int64_t c0 = 0;; c0 += block) {
+      const int64_t c1 = std::min(c0 + block, groups_end);
+      const bool last = c1 == groups_end;
+      for (int64_t t = 0; t < n_tok; t += kFewT)
+        ChainBlockRows<kFewR>(df, nr, int(std::min<int64_t>(kFewT, n_tok - t)), x + t * ldx, ldx,
+                              wr, ld, c0, c1, c_end, c0 == 0, last, Park{pk.at(0, 0, int(t)), N});
+      if (last) break;
+    }
+    for (int i = 0; i < nr; ++i)
+      for (int64_t t = 0; t < n_tok; ++t)
+        y[t * ldy + r + i] =
+            Finish(df, hn::Load(df, pk.at(0, i, int(t))), hn::Load(df, pk.at(1, i, int(t))),
+                   hn::Load(df, pk.at(2, i, int(t))), hn::Load(df, pk.at(3, i, int(t))),
+                   x + t * ldx, wr + i * ld, c_end, cols);
+  }
 }
 
 void MatvecRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
@@ -151,7 +259,7 @@ void MatvecRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, in
 #if HWY_TARGET <= HWY_AVX3
 constexpr int kNR = 8;  // 32 zmm registers: 16 accumulators + 2 x vectors + broadcasts
 #else
-constexpr int kNR = 6;  // 16 registers: 12 accumulators + 2 x vectors + a broadcast
+constexpr int kNR = 6;               // 16 registers: 12 accumulators + 2 x vectors + a broadcast
 #endif
 constexpr int64_t kKc = kGemmTileColumns;  // an x^T block of 256 x T floats stays in L2
 

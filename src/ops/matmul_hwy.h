@@ -25,8 +25,9 @@ bool hwy_gemm_q4_supported(const MatView& w);
 // group 32, 64 or 128): tiles dequantized once in the word-lane layout of ops/affine_words.h.
 bool hwy_gemm_affine_supported(const MatView& w);
 
-// y[t * ldy + r] = x[t] . W[r] for r in [r0, r1): 4 rows at a time share each x load; rows are
-// streamed once per token (best for n_tok of 1..7: decode and small expert groups).
+// y[t * ldy + r] = x[t] . W[r] for r in [r0, r1), for 1..16 tokens (decode, verification,
+// batched decode, small expert groups): one token streams one row at a time; several run register
+// tiles of rows x tokens over column blocks, each (row, token) summed in the one-token order.
 void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                      int64_t r1, float* y, int64_t ldy);
 

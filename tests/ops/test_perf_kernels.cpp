@@ -99,8 +99,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{DType::F32, 5, 41, 96, 1, 2}, Shape{DType::BF16, 8, 19, 300, 4, 1},
                       Shape{DType::F32, 9, 45, 257, 0, 2}, Shape{DType::BF16, 17, 67, 515, 9, 2},
                       Shape{DType::BF16, 33, 130, 600, 0, 2}, Shape{DType::F32, 40, 23, 31, 2, 1},
-                      Shape{DType::BF16, 100, 50, 777, 0, 2},
-                      Shape{DType::F32, 64, 96, 1024, 0, 2}));
+                      Shape{DType::BF16, 100, 50, 777, 0, 2}, Shape{DType::F32, 64, 96, 1024, 0, 2},
+                      // several column blocks of the few-token kernel, single chunks, a tail
+                      Shape{DType::BF16, 16, 23, 2532, 5, 2},
+                      Shape{DType::F32, 11, 10, 2100, 0, 1}));
 
 // The dense matvec and gemm on every compiled target this CPU runs (the dispatcher picks one),
 // with token counts whose padded width is not a multiple of 8 on 4-lane targets (a gemm packing
@@ -137,12 +139,13 @@ TEST(DenseKernel, EveryCompiledTarget) {
     hwy::GetChosenTarget().Update(hwy::SupportedTargets());
     for (DType dt : {DType::BF16, DType::F32})
       for (int T : {1, 3, 9, 12, 33}) {
-        const Weight w = make_weight(dt, 21, 300, 305, 17u + uint32_t(T));
-        const auto x = randn(size_t(T * 300), 19u + uint32_t(T));
+        const int64_t K = 1300;  // two column blocks of the few-token kernel
+        const Weight w = make_weight(dt, 21, K, K + 5, 17u + uint32_t(T));
+        const auto x = randn(size_t(T * K), 19u + uint32_t(T));
         std::vector<float> got(size_t(T * 21) + 64, -1.f), want(got);
-        matmul_rows(x.data(), T, 300, w.view, 0, 21, got.data(), 21);
-        ref::matmul(x.data(), T, 300, w.view, want.data(), 21);
-        expect_close(got, want, 300);
+        matmul_rows(x.data(), T, K, w.view, 0, 21, got.data(), 21);
+        ref::matmul(x.data(), T, K, w.view, want.data(), 21);
+        expect_close(got, want, K);
         if (::testing::Test::HasFatalFailure()) {
           ADD_FAILURE() << hwy::TargetName(target) << " T " << T;
           break;

@@ -76,8 +76,8 @@ void expect_invariant(const MatView& w, const std::string& what) {
 
 void every_format(std::mt19937& rng, const char* mode) {
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
-    for (int64_t cols : {int64_t(64), int64_t(300)}) {
-      const Dense d = make_dense(dt, 37, cols, uint32_t(cols));
+    for (int64_t cols : {int64_t(64), int64_t(300), int64_t(2532)}) {  // 2532: column blocks
+      const Dense d = make_dense(dt, cols > 1000 ? 9 : 37, cols, uint32_t(cols));
       expect_invariant(d.view,
                        std::string(mode) + " " + dtype_name(dt) + " cols " + std::to_string(cols));
     }
