@@ -24,7 +24,7 @@ using testing::TempDir;
 const std::string kFixture = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full";
 const std::string kRefDir = kFixture + "/activations";
 
-nlohmann::json read_json(const std::string& path) {
+nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in, nullptr, false);
 }
@@ -54,7 +54,7 @@ class CliActivations : public ::testing::Test {
 };
 
 TEST_F(CliActivations, EveryModuleMatchesTransformersInOrder) {
-  const nlohmann::json ref = read_json(kRefDir + "/manifest.json");
+  const nlohmann::json ref = read_json_file(kRefDir + "/manifest.json");
   ASSERT_TRUE(ref.is_object() && ref.contains("arrays")) << "bad reference manifest";
   const auto ids = ref["ids"].get<std::vector<int32_t>>();
   // -n 3: the prompt, then two generated tokens fed back; their rows follow the prompt's.
@@ -63,7 +63,7 @@ TEST_F(CliActivations, EveryModuleMatchesTransformersInOrder) {
                           "3", "--temperature", "0", "--dump-activations", out},
                          dir_.path(), 120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json ours = read_json(out + "/manifest.json");
+  const nlohmann::json ours = read_json_file(out + "/manifest.json");
   ASSERT_TRUE(ours.is_object() && ours.contains("arrays")) << r.err;
   const auto fed = ours["ids"].get<std::vector<int32_t>>();
   ASSERT_EQ(fed.size(), ids.size() + 2);

@@ -26,7 +26,7 @@ using testing::run_cli;
 using testing::TempDir;
 using testing::write_file;
 
-const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+const std::string kDemoModel = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
 const std::string kRef = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo";
 
 using testing::lower;
@@ -34,14 +34,15 @@ using testing::lower;
 class CliDemo : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+    if (!std::filesystem::exists(kDemoModel + "/model.safetensors"))
+      GTEST_SKIP() << "no demo model";
   }
 };
 
 TEST_F(CliDemo, GenerateFromTextPromptPrintsSentences) {
   TempDir dir;
-  auto r = run_cli({"generate", "-m", kModel, "-p", "In the beginning", "-n", "48", "--temperature",
-                    "0", "-t", "2"},
+  auto r = run_cli({"generate", "-m", kDemoModel, "-p", "In the beginning", "-n", "48",
+                    "--temperature", "0", "-t", "2"},
                    dir.path(), 120);
   ASSERT_FALSE(r.timed_out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -61,14 +62,14 @@ TEST_F(CliDemo, GenerateFromTextPromptPrintsSentences) {
 TEST_F(CliDemo, Mlx4BitCopyLoadsAndWrites) {
   TempDir dir;
   const std::string q4 = dir.path() + "/inkling-demo-mlx4";
-  auto q = run_cli({"quantize", "-m", kModel, "-o", q4, "-q"}, dir.path(), 120);
+  auto q = run_cli({"quantize", "-m", kDemoModel, "-o", q4, "-q"}, dir.path(), 120);
   ASSERT_EQ(q.exit_code, 0) << q.err;
   auto r = run_cli(
       {"generate", "-m", q4, "-p", "In the beginning", "-n", "24", "--temperature", "0", "-t", "2"},
       dir.path(), 120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto b = run_cli({"generate", "-m", kModel, "-p", "In the beginning", "-n", "24", "--temperature",
-                    "0", "-t", "2"},
+  auto b = run_cli({"generate", "-m", kDemoModel, "-p", "In the beginning", "-n", "24",
+                    "--temperature", "0", "-t", "2"},
                    dir.path(), 120);
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_GE(std::count(r.out.begin(), r.out.end(), ' '), 10) << r.out;
@@ -83,7 +84,7 @@ TEST_F(CliDemo, ChatAnswersEachKindOfRequest) {
   TempDir dir;
   write_file(dir.path() + "/turns.txt",
              "Give me a verse about light\nTell me a fortune\nWhat does hacker mean?\n/exit\n");
-  auto r = run_cli({"chat", "-m", kModel, "-n", "100", "--temperature", "0", "-t", "2",
+  auto r = run_cli({"chat", "-m", kDemoModel, "-n", "100", "--temperature", "0", "-t", "2",
                     "--reasoning-effort", "none"},
                    dir.path(), 120, dir.path() + "/turns.txt");
   ASSERT_FALSE(r.timed_out);
@@ -108,7 +109,7 @@ TEST_F(CliDemo, ChatReasonsAboutTheRequestedWord) {
   TempDir dir;
   write_file(dir.path() + "/turns.txt", "Give me a verse about light\n/exit\n");
   auto r = run_cli(
-      {"chat", "-m", kModel, "-n", "160", "--temperature", "0", "-t", "2", "--show-reasoning"},
+      {"chat", "-m", kDemoModel, "-n", "160", "--temperature", "0", "-t", "2", "--show-reasoning"},
       dir.path(), 120, dir.path() + "/turns.txt");
   ASSERT_FALSE(r.timed_out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -127,7 +128,7 @@ TEST_F(CliDemo, ChatReasonsAboutTheRequestedWord) {
 TEST_F(CliDemo, ChatReasoningEffortNumberAndBadValue) {
   TempDir dir;
   write_file(dir.path() + "/turns.txt", "Give me a verse about light\n/exit\n");
-  auto r = run_cli({"chat", "-m", kModel, "-n", "60", "--temperature", "0", "-t", "2",
+  auto r = run_cli({"chat", "-m", kDemoModel, "-n", "60", "--temperature", "0", "-t", "2",
                     "--reasoning-effort", "0.9", "--show-reasoning"},
                    dir.path(), 120, dir.path() + "/turns.txt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -145,9 +146,9 @@ TEST_F(CliDemo, ChatReasoningEffortNumberAndBadValue) {
 // tokenizer and chat template give transformers' text and HF tokenizers' ids on validation
 // documents and rendered validation chats (tests/fixtures/demo/tokenizer.jsonl).
 TEST_F(CliDemo, TokenizerAndTemplateMatchHuggingFace) {
-  auto tok = Tokenizer::load(kModel);
+  auto tok = Tokenizer::load(kDemoModel);
   ASSERT_TRUE(tok.ok()) << tok.status().message();
-  auto tmpl = ChatTemplate::load(kModel);
+  auto tmpl = ChatTemplate::load(kDemoModel);
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().message();
   auto text = read_text_file(kRef + "/tokenizer.jsonl");
   ASSERT_TRUE(text.ok());
@@ -175,7 +176,7 @@ TEST_F(CliDemo, TokenizerAndTemplateMatchHuggingFace) {
 }
 
 TEST_F(CliDemo, TextPromptTokenizesLikeTheReference) {
-  auto tok = Tokenizer::load(kModel);
+  auto tok = Tokenizer::load(kDemoModel);
   ASSERT_TRUE(tok.ok()) << tok.status().message();
   const auto ref = testing::read_json(kRef + "/greedy.json");
   EXPECT_EQ((*tok)->encode(ref["prompt"].get<std::string>()), testing::json_ids(ref, "prompt_ids"));

@@ -17,20 +17,20 @@ namespace {
 using testing::run_cli;
 using testing::TempDir;
 
-const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+const std::string kDraftModel = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
 
 TEST(CliDraft, SameGreedyIdsAndAcceptanceInJson) {
-  if (!std::filesystem::exists(kModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  if (!std::filesystem::exists(kDraftModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
   TempDir dir;
-  auto plain = run_cli({"generate", "-m", kModel, "-p", "And God said", "-n", "64", "--temperature",
-                        "0", "-t", "2", "--json"},
+  auto plain = run_cli({"generate", "-m", kDraftModel, "-p", "And God said", "-n", "64",
+                        "--temperature", "0", "-t", "2", "--json"},
                        dir.path(), 120);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   const auto want = nlohmann::json::parse(plain.out)["ids"];
   ASSERT_EQ(want.size(), 64u);
   for (const char* k : {"1", "2"}) {
-    auto r = run_cli({"generate", "-m", kModel, "-p", "And God said", "-n", "64", "--temperature",
-                      "0", "-t", "2", "--json", "--draft", k},
+    auto r = run_cli({"generate", "-m", kDraftModel, "-p", "And God said", "-n", "64",
+                      "--temperature", "0", "-t", "2", "--json", "--draft", k},
                      dir.path(), 120);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -43,8 +43,8 @@ TEST(CliDraft, SameGreedyIdsAndAcceptanceInJson) {
     EXPECT_GT(sp["acceptance"][0].get<double>(), 0.0);
   }
   // Text mode reports the figures on stderr.
-  auto t = run_cli({"generate", "-m", kModel, "-p", "And God said", "-n", "16", "--temperature",
-                    "0", "-t", "2", "--draft", "2"},
+  auto t = run_cli({"generate", "-m", kDraftModel, "-p", "And God said", "-n", "16",
+                    "--temperature", "0", "-t", "2", "--draft", "2"},
                    dir.path(), 120);
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.err.find("speculative: K=2"), std::string::npos) << t.err;
@@ -52,14 +52,16 @@ TEST(CliDraft, SameGreedyIdsAndAcceptanceInJson) {
 
 TEST(CliDraft, BadDraftCountsFail) {
   TempDir dir;
-  if (std::filesystem::exists(kModel + "/model.safetensors")) {
-    auto r = run_cli({"generate", "-m", kModel, "--token-ids", "5,6", "--draft", "3"}, dir.path());
+  if (std::filesystem::exists(kDraftModel + "/model.safetensors")) {
+    auto r =
+        run_cli({"generate", "-m", kDraftModel, "--token-ids", "5,6", "--draft", "3"}, dir.path());
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("error: --draft: [speculative] draft count 3 is outside [1, 2]"),
               std::string::npos)
         << r.err;
-    r = run_cli({"generate", "-m", kModel, "--token-ids", "5,6", "--draft", "1", "--logprobs", "2"},
-                dir.path());
+    r = run_cli(
+        {"generate", "-m", kDraftModel, "--token-ids", "5,6", "--draft", "1", "--logprobs", "2"},
+        dir.path());
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--draft"), std::string::npos) << r.err;
   }
@@ -109,13 +111,13 @@ namespace {
 
 // chat --draft K at temperature 0 prints exactly what plain chat prints, turn after turn.
 TEST(CliDraft, ChatAnswersTheSameWithDrafts) {
-  if (!std::filesystem::exists(kModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  if (!std::filesystem::exists(kDraftModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
   TempDir dir;
   testing::write_file(dir.path() + "/turns.txt",
                       "Give me a verse about light\nTell me a fortune\nWhat does hacker mean?\n");
   std::string want;
   for (const char* k : {"0", "1", "2"}) {
-    auto r = run_cli({"chat", "-m", kModel, "-n", "80", "--temperature", "0", "-t", "2",
+    auto r = run_cli({"chat", "-m", kDraftModel, "-n", "80", "--temperature", "0", "-t", "2",
                       "--reasoning-effort", "none", "--draft", k},
                      dir.path(), 120, dir.path() + "/turns.txt");
     ASSERT_EQ(r.exit_code, 0) << r.err;

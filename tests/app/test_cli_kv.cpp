@@ -12,17 +12,17 @@ namespace {
 using testing::run_cli;
 using testing::TempDir;
 
-const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full/og";
+const std::string kKvModel = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full/og";
 
 TEST(CliKv, Bf16GeneratesAndBadTypesAreRefused) {
   TempDir dir;
-  auto r = run_cli({"generate", "-m", kModel, "--token-ids", "386,10,415,335", "-n", "4",
+  auto r = run_cli({"generate", "-m", kKvModel, "--token-ids", "386,10,415,335", "-n", "4",
                     "--temperature", "0", "--kv-type", "bf16"},
                    dir.path(), 60);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(r.out.empty());
   for (const char* cmd : {"generate", "chat", "bench", "serve", "inspect"}) {
-    r = run_cli({cmd, "-m", kModel, "--kv-type", "q3"}, dir.path(), 60);
+    r = run_cli({cmd, "-m", kKvModel, "--kv-type", "q3"}, dir.path(), 60);
     EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;
     EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << cmd << ": " << r.err;
   }
@@ -30,9 +30,9 @@ TEST(CliKv, Bf16GeneratesAndBadTypesAreRefused) {
 
 TEST(CliKv, InspectPrintsTheMemoryOfASession) {
   TempDir dir;
-  auto f = run_cli({"inspect", "-m", kModel, "--ctx", "100000"}, dir.path(), 60);
+  auto f = run_cli({"inspect", "-m", kKvModel, "--ctx", "100000"}, dir.path(), 60);
   auto b =
-      run_cli({"inspect", "-m", kModel, "--ctx", "100000", "--kv-type", "bf16"}, dir.path(), 60);
+      run_cli({"inspect", "-m", kKvModel, "--ctx", "100000", "--kv-type", "bf16"}, dir.path(), 60);
   ASSERT_EQ(f.exit_code, 0) << f.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   for (const char* line :
@@ -46,7 +46,7 @@ TEST(CliKv, InspectPrintsTheMemoryOfASession) {
     return std::stoull(out.substr(open + 1));
   };
   EXPECT_GT(total(f.out), total(b.out));
-  auto none = run_cli({"inspect", "-m", kModel}, dir.path(), 60);
+  auto none = run_cli({"inspect", "-m", kKvModel}, dir.path(), 60);
   EXPECT_EQ(none.out.find("session of"), std::string::npos);
 }
 

@@ -20,17 +20,17 @@ namespace {
 using testing::run_cli;
 using testing::TempDir;
 
-const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full/og";
+const std::string kSamplingModel = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full/og";
 const std::string kPrompt = "--token-ids=386,10,415,335,493,459,313,395";
 
 class CliSampling : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kModel + "/config.json")) GTEST_SKIP() << "no fixture";
+    if (!std::filesystem::exists(kSamplingModel + "/config.json")) GTEST_SKIP() << "no fixture";
   }
   // `generate --json` with `extra` flags; the parsed output (fails the test on a bad run).
   nlohmann::json generate(std::vector<std::string> extra, int n = 8) {
-    std::vector<std::string> args = {"generate",        "-m",    kModel, kPrompt, "-n",
+    std::vector<std::string> args = {"generate",        "-m",    kSamplingModel, kPrompt, "-n",
                                      std::to_string(n), "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto r = run_cli(args, dir_.path(), 60);
@@ -117,9 +117,9 @@ TEST_F(CliSampling, LogprobsJsonMatchTheModelsLogSoftmax) {
 }
 
 TEST_F(CliSampling, LogprobsInTextModeGoToStderr) {
-  const auto r = run_cli(
-      {"generate", "-m", kModel, kPrompt, "-n", "3", "--temperature", "0", "--logprobs", "2"},
-      dir_.path(), 60);
+  const auto r = run_cli({"generate", "-m", kSamplingModel, kPrompt, "-n", "3", "--temperature",
+                          "0", "--logprobs", "2"},
+                         dir_.path(), 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // stdout: just the ids (no tokenizer), as without --logprobs.
   std::istringstream out(r.out);

@@ -16,7 +16,7 @@ using testing::run_cli;
 using testing::TempDir;
 using testing::write_file;
 
-const std::string kTok = std::string(INKLING_SOURCE_DIR) + "/tests/data/inkling";
+const std::string kTextTok = std::string(INKLING_SOURCE_DIR) + "/tests/data/inkling";
 
 // The first lines of the committed parity corpus: {"text", "tiktoken", "hf"} per line.
 std::vector<nlohmann::json> corpus(size_t n) {
@@ -28,7 +28,7 @@ std::vector<nlohmann::json> corpus(size_t n) {
 }
 
 TEST(CliText, TokenizeJsonlMatchesTiktoken) {
-  if (!std::filesystem::exists(kTok + "/tokenizer.json"))
+  if (!std::filesystem::exists(kTextTok + "/tokenizer.json"))
     GTEST_SKIP() << "no shared tokenizer data";
   TempDir dir;
   auto rows = corpus(300);
@@ -36,7 +36,8 @@ TEST(CliText, TokenizeJsonlMatchesTiktoken) {
   std::string input;
   for (const auto& r : rows) input += r["text"].dump() + "\n";
   write_file(dir.path() + "/in.jsonl", input);
-  auto r = run_cli({"tokenize", "-m", kTok, "--jsonl"}, dir.path(), 60, dir.path() + "/in.jsonl");
+  auto r =
+      run_cli({"tokenize", "-m", kTextTok, "--jsonl"}, dir.path(), 60, dir.path() + "/in.jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream out(r.out);
   std::string line;
@@ -47,7 +48,7 @@ TEST(CliText, TokenizeJsonlMatchesTiktoken) {
 }
 
 TEST(CliText, DetokenizeRoundTripsJsonl) {
-  if (!std::filesystem::exists(kTok + "/tokenizer.json"))
+  if (!std::filesystem::exists(kTextTok + "/tokenizer.json"))
     GTEST_SKIP() << "no shared tokenizer data";
   TempDir dir;
   auto rows = corpus(300);
@@ -55,7 +56,7 @@ TEST(CliText, DetokenizeRoundTripsJsonl) {
   for (const auto& r : rows) input += r["tiktoken"].dump() + "\n";
   write_file(dir.path() + "/ids.jsonl", input);
   auto r =
-      run_cli({"detokenize", "-m", kTok, "--jsonl"}, dir.path(), 60, dir.path() + "/ids.jsonl");
+      run_cli({"detokenize", "-m", kTextTok, "--jsonl"}, dir.path(), 60, dir.path() + "/ids.jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream out(r.out);
   std::string line;
@@ -66,31 +67,31 @@ TEST(CliText, DetokenizeRoundTripsJsonl) {
 }
 
 TEST(CliText, TokenizeWholeInputAndSpecialTokens) {
-  if (!std::filesystem::exists(kTok + "/tokenizer.json"))
+  if (!std::filesystem::exists(kTextTok + "/tokenizer.json"))
     GTEST_SKIP() << "no shared tokenizer data";
   TempDir dir;
   write_file(dir.path() + "/in.txt", "Hi<|content_model_end_sampling|>");
-  auto r = run_cli({"tokenize", "-m", kTok}, dir.path(), 60, dir.path() + "/in.txt");
+  auto r = run_cli({"tokenize", "-m", kTextTok}, dir.path(), 60, dir.path() + "/in.txt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto ids = nlohmann::json::parse(r.out);
   ASSERT_GE(ids.size(), 2u);
   EXPECT_EQ(ids.back(), 200006);
   auto plain =
-      run_cli({"tokenize", "-m", kTok, "--no-special"}, dir.path(), 60, dir.path() + "/in.txt");
+      run_cli({"tokenize", "-m", kTextTok, "--no-special"}, dir.path(), 60, dir.path() + "/in.txt");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_GT(nlohmann::json::parse(plain.out).size(), ids.size());
 }
 
 TEST(CliText, BadInputIsOneClearError) {
-  if (!std::filesystem::exists(kTok + "/tokenizer.json"))
+  if (!std::filesystem::exists(kTextTok + "/tokenizer.json"))
     GTEST_SKIP() << "no shared tokenizer data";
   TempDir dir;
   write_file(dir.path() + "/bad.json", "[1, \"x\"]");
-  auto r = run_cli({"detokenize", "-m", kTok}, dir.path(), 60, dir.path() + "/bad.json");
+  auto r = run_cli({"detokenize", "-m", kTextTok}, dir.path(), 60, dir.path() + "/bad.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
   write_file(dir.path() + "/bad.txt", std::string("ok \xff\xfe", 5));
-  r = run_cli({"tokenize", "-m", kTok}, dir.path(), 60, dir.path() + "/bad.txt");
+  r = run_cli({"tokenize", "-m", kTextTok}, dir.path(), 60, dir.path() + "/bad.txt");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("UTF-8"), std::string::npos) << r.err;
   r = run_cli({"tokenize", "-m", dir.path() + "/nothing-here"}, dir.path(), 60,
@@ -101,7 +102,7 @@ TEST(CliText, BadInputIsOneClearError) {
 
 // `render` and `render --ids` against transformers' renders and HF tokenizer ids.
 TEST(CliText, RenderMatchesTransformers) {
-  if (!std::filesystem::exists(kTok + "/chat_template.jinja")) GTEST_SKIP() << "no shared data";
+  if (!std::filesystem::exists(kTextTok + "/chat_template.jinja")) GTEST_SKIP() << "no shared data";
   TempDir dir;
   std::ifstream in(std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/chat/renders.jsonl");
   int renders = 0, ids = 0, errors = 0;
@@ -109,7 +110,7 @@ TEST(CliText, RenderMatchesTransformers) {
   for (std::string line; std::getline(in, line) && renders < 12;) {
     const auto row = nlohmann::ordered_json::parse(line);
     write_file(dir.path() + "/req.json", row["request"].dump());
-    auto r = run_cli({"render", "-m", kTok}, dir.path(), 60, dir.path() + "/req.json");
+    auto r = run_cli({"render", "-m", kTextTok}, dir.path(), 60, dir.path() + "/req.json");
     if (row.contains("error")) {
       EXPECT_EQ(r.exit_code, 2) << line;
       EXPECT_NE(r.err.find(row["error"].get<std::string>()), std::string::npos) << r.err;
@@ -120,7 +121,8 @@ TEST(CliText, RenderMatchesTransformers) {
     EXPECT_EQ(r.out, row["render"].get<std::string>());
     ++renders;
     if (row.contains("ids") && ids < 4) {
-      auto ri = run_cli({"render", "-m", kTok, "--ids"}, dir.path(), 60, dir.path() + "/req.json");
+      auto ri =
+          run_cli({"render", "-m", kTextTok, "--ids"}, dir.path(), 60, dir.path() + "/req.json");
       ASSERT_EQ(ri.exit_code, 0) << ri.err;
       EXPECT_EQ(nlohmann::ordered_json::parse(ri.out), row["ids"]);
       ++ids;

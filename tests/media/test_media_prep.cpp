@@ -19,15 +19,15 @@
 namespace inkling {
 namespace {
 
-const std::string kDir = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/mm/";
+const std::string kPrepDir = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/mm/";
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
+std::vector<uint8_t> read_prep_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
 }
 
 nlohmann::json cases() {
-  auto t = read_text_file(kDir + "pre/cases.json");
+  auto t = read_text_file(kPrepDir + "pre/cases.json");
   return t.ok() ? nlohmann::json::parse(t.value()) : nlohmann::json();
 }
 
@@ -48,13 +48,13 @@ TEST(MediaPrep, ImagesTileBitExact) {
   ASSERT_TRUE(c.contains("images"));
   for (const auto& [name, info] : c["images"].items()) {
     SCOPED_TRACE(name);
-    auto img = decode_image(read_bytes(kDir + "media/" + name), name);
+    auto img = decode_image(read_prep_bytes(kPrepDir + "media/" + name), name);
     ASSERT_TRUE(img.ok()) << img.status().message();
     EXPECT_EQ(img->height, info["height"].get<int64_t>());
     EXPECT_EQ(img->width, info["width"].get<int64_t>());
     const ImageTiles t = tile_image(*img, 40, 2);
     EXPECT_EQ(t.count(), info["tiles"].get<int64_t>());
-    auto ref = read_npy_f32(kDir + "pre/" + name + ".npy");
+    auto ref = read_npy_f32(kPrepDir + "pre/" + name + ".npy");
     ASSERT_TRUE(ref.ok());
     const std::vector<float> got = first_time_slice(t);
     ASSERT_EQ(got.size(), ref->data.size());
@@ -69,13 +69,13 @@ TEST(MediaPrep, UpscaleMatchesSizeRuleAndPixelsWithinRounding) {
   for (const auto& [name, info] : c["images"].items()) {
     if (!info.contains("tiles_x2")) continue;
     SCOPED_TRACE(name);
-    auto img = decode_image(read_bytes(kDir + "media/" + name), name);
+    auto img = decode_image(read_prep_bytes(kPrepDir + "media/" + name), name);
     ASSERT_TRUE(img.ok());
     int64_t h = 0, w = 0;
     upscaled_size(img->height, img->width, UpscalePolicy{2.0, 2048}, &h, &w);
     const ImageTiles t = tile_image(resize_lanczos(*img, h, w), 40, 2);
     EXPECT_EQ(t.count(), info["tiles_x2"].get<int64_t>());
-    auto ref = read_npy_f32(kDir + "pre/" + name + ".x2.npy");
+    auto ref = read_npy_f32(kPrepDir + "pre/" + name + ".x2.npy");
     ASSERT_TRUE(ref.ok());
     const std::vector<float> got = first_time_slice(t);
     ASSERT_EQ(got.size(), ref->data.size());
@@ -116,12 +116,12 @@ TEST(MediaPrep, AudioFeatures) {
   ASSERT_TRUE(c.contains("audio"));
   for (const auto& [name, info] : c["audio"].items()) {
     SCOPED_TRACE(name);
-    auto a = decode_wav(read_bytes(kDir + "media/" + name), name);
+    auto a = decode_wav(read_prep_bytes(kPrepDir + "media/" + name), name);
     ASSERT_TRUE(a.ok()) << a.status().message();
     const MelFeatures f = dmel_features(a->samples);
     EXPECT_EQ(f.frames, info["frames"].get<int64_t>());
-    auto mel = read_npy_f32(kDir + "pre/" + name + ".mel.npy");
-    auto ids = read_npy_f32(kDir + "pre/" + name + ".ids.npy");
+    auto mel = read_npy_f32(kPrepDir + "pre/" + name + ".mel.npy");
+    auto ids = read_npy_f32(kPrepDir + "pre/" + name + ".ids.npy");
     ASSERT_TRUE(mel.ok() && ids.ok());
     ASSERT_EQ(mel->data.size(), f.log_mel.size());
     float worst = 0;

@@ -17,7 +17,7 @@
 namespace inkling {
 namespace {
 
-const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full/og";
+const std::string kLayerModel = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/full/og";
 const std::vector<int32_t> kPrompt = {386, 10, 415, 335, 493, 459, 313, 395, 180, 238, 366};
 
 // Keeps the named activations it is shown.
@@ -35,7 +35,7 @@ struct Keep : ActivationObserver {
 class Layer : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto m = Model::load(kModel);
+    auto m = Model::load(kLayerModel);
     ASSERT_TRUE(m.ok()) << m.status().message();
     model_ = std::move(m.value());
   }

@@ -15,15 +15,15 @@ using testing::fixture_dir;
 using testing::json_ids;
 using testing::read_json;
 
-struct Case {
+struct ParityCase {
   std::string fixture, layout;
 };
 
-std::string case_name(const ::testing::TestParamInfo<Case>& i) {
+std::string case_name(const ::testing::TestParamInfo<ParityCase>& i) {
   return i.param.fixture + "_" + i.param.layout;
 }
 
-class Parity : public ::testing::TestWithParam<Case> {
+class Parity : public ::testing::TestWithParam<ParityCase> {
  protected:
   void SetUp() override {
     dir_ = fixture_dir(GetParam().fixture);
@@ -59,10 +59,11 @@ TEST_P(Parity, Greedy64TokensExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
-                         ::testing::Values(Case{"full", "hf"}, Case{"full", "og"},
-                                           Case{"hfspell", "hf"}, Case{"hfspell", "og"},
-                                           Case{"bf16", "hf"}, Case{"bf16", "og"},
-                                           Case{"defaults", "hf"}, Case{"defaults", "og"}),
+                         ::testing::Values(ParityCase{"full", "hf"}, ParityCase{"full", "og"},
+                                           ParityCase{"hfspell", "hf"}, ParityCase{"hfspell", "og"},
+                                           ParityCase{"bf16", "hf"}, ParityCase{"bf16", "og"},
+                                           ParityCase{"defaults", "hf"},
+                                           ParityCase{"defaults", "og"}),
                          case_name);
 
 }  // namespace

@@ -1,7 +1,7 @@
-// Quantized layouts: sanitize() of the mlx-community, mlx-vlm and ModelOpt NVFP4 names (sidecars
-// follow their weights, fused w13 codes and block scales split into strided views, idempotence),
-// the quantization config parser (defaults, per-module overrides, qkvr fallback, exclude lists),
-// and bad quantized inputs that must fail with one clear message naming the tensor.
+// Quantized layouts: sanitize() of the mlx-community, mlx-vlm and ModelOpt NVFP4 quant_names
+// (sidecars follow their weights, fused w13 codes and block scales split into strided views,
+// idempotence), the quantization config parser (defaults, per-module overrides, qkvr fallback,
+// exclude lists), and bad quantized inputs that must fail with one clear message naming the tensor.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class Synth {
+class QuantSynth {
  public:
   const TensorRef& add(const std::string& name, const std::vector<int64_t>& shape,
                        DType dt = DType::F32) {
@@ -43,7 +43,7 @@ class Synth {
   TensorMap map_;
 };
 
-TensorMap sanitize_ok(const TensorMap& in, SanitizeReport* rep = nullptr) {
+TensorMap sanitize_checked(const TensorMap& in, SanitizeReport* rep = nullptr) {
   auto r = sanitize(in, rep);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (!r.ok()) return {};
@@ -62,14 +62,14 @@ TensorMap sanitize_ok(const TensorMap& in, SanitizeReport* rep = nullptr) {
   return r.value();
 }
 
-std::set<std::string> names(const TensorMap& m) {
+std::set<std::string> quant_names(const TensorMap& m) {
   std::set<std::string> s;
   for (const auto& [n, r] : m) s.insert(n);
   return s;
 }
 
 TEST(QuantLayouts, MlxCommunityNaming) {
-  Synth s;
+  QuantSynth s;
   const std::string q = "model.llm.layers.3.";
   for (const char* m : {"gate_proj", "up_proj", "down_proj"}) {
     for (const std::string blk : {"mlp.experts.", "mlp.shared_experts."}) {
@@ -91,7 +91,7 @@ TEST(QuantLayouts, MlxCommunityNaming) {
   s.add("model.audio.encoder.scales", {4, 1}, DType::BF16);
   s.add("model.audio.encoder.biases", {4, 1}, DType::BF16);
   SanitizeReport rep;
-  const TensorMap out = sanitize_ok(s.map(), &rep);
+  const TensorMap out = sanitize_checked(s.map(), &rep);
   EXPECT_EQ(rep.layout, "original (model.llm.*)");
   EXPECT_EQ(rep.dropped.size(), 3u);
   const std::string p = "model.layers.3.";
@@ -112,7 +112,7 @@ TEST(QuantLayouts, MlxCommunityNaming) {
 }
 
 TEST(QuantLayouts, MlxVlmNaming) {
-  Synth s;
+  QuantSynth s;
   const std::string v = "language_model.model.layers.1.";
   for (const char* st : {".weight", ".scales", ".biases"}) {
     const DType dt = std::string(st) == ".weight" ? DType::U32 : DType::F16;
@@ -134,7 +134,7 @@ TEST(QuantLayouts, MlxVlmNaming) {
   s.add("language_model.model.embed_norm.weight", {64});
   s.add("vision_tower.blocks.0.weight", {2});
   SanitizeReport rep;
-  const TensorMap out = sanitize_ok(s.map(), &rep);
+  const TensorMap out = sanitize_checked(s.map(), &rep);
   EXPECT_EQ(rep.layout, "mlx-vlm (language_model.model.*)");
   const std::string p = "model.layers.1.";
   const std::set<std::string> want = {p + "self_attn.qkvr_proj.weight",
@@ -162,12 +162,12 @@ TEST(QuantLayouts, MlxVlmNaming) {
                                       p + "mlp_sconv.conv1d.weight",
                                       "model.layers.0.mlp.global_scale",
                                       "model.embed_norm.weight"};
-  EXPECT_EQ(names(out), want);
+  EXPECT_EQ(quant_names(out), want);
   EXPECT_EQ(out.at(p + "mlp_sconv.conv1d.weight").shape, (std::vector<int64_t>{64, 4}));
 }
 
 TEST(QuantLayouts, ModelOptNvfp4SplitsCodesAndBlockScales) {
-  Synth s;
+  QuantSynth s;
   const std::string q = "model.llm.layers.2.mlp.experts.";
   const int64_t E = 3, I = 4, H = 32;
   const TensorRef& w13 = s.add(q + "w13_weight", {E, 2 * I, H / 2}, DType::U8);
@@ -179,12 +179,13 @@ TEST(QuantLayouts, ModelOptNvfp4SplitsCodesAndBlockScales) {
   s.add(q + "w2_weight.scale", {E, H, 1}, DType::F8_E4M3);
   s.add(q + "w2_weight.scale2", {E});
   SanitizeReport rep;
-  const TensorMap out = sanitize_ok(s.map(), &rep);
+  const TensorMap out = sanitize_checked(s.map(), &rep);
   const std::string p = "model.layers.2.mlp.experts.";
-  EXPECT_EQ(names(out), (std::set<std::string>{
-                            p + "gate_proj", p + "gate_proj.scales", p + "gate_proj.scale2",
-                            p + "up_proj", p + "up_proj.scales", p + "up_proj.scale2",
-                            p + "down_proj", p + "down_proj.scales", p + "down_proj.scale2"}));
+  EXPECT_EQ(
+      quant_names(out),
+      (std::set<std::string>{p + "gate_proj", p + "gate_proj.scales", p + "gate_proj.scale2",
+                             p + "up_proj", p + "up_proj.scales", p + "up_proj.scale2",
+                             p + "down_proj", p + "down_proj.scales", p + "down_proj.scale2"}));
   EXPECT_EQ(rep.dropped.size(), 2u);
   // Row 2j of w13 is gate row j, row 2j+1 up row j: for the codes and the block scales alike.
   for (const char* half : {"gate_proj", "up_proj"}) {

@@ -365,8 +365,8 @@ TEST(SamplerChain, DefaultChainReproducesThePreviousSamplersTokens) {
        {947, 947, 947, 947, 737, 737, 737, 737, 875, 875, 875, 875}},
   };
   for (const Recorded& r : recorded) {
-    SCOPED_TRACE(testing::Message() << "temperature " << r.temperature << " top_p " << r.top_p
-                                    << " min_p " << r.min_p << " top_k " << r.top_k);
+    SCOPED_TRACE(::testing::Message() << "temperature " << r.temperature << " top_p " << r.top_p
+                                      << " min_p " << r.min_p << " top_k " << r.top_k);
     uint64_t h = 1469598103934665603ull;
     std::vector<int32_t> first;
     for (uint64_t seed = 0; seed < 200; ++seed) {

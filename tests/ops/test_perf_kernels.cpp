@@ -48,7 +48,8 @@ Weight make_weight(DType dt, int64_t rows, int64_t cols, int64_t stride, uint32_
   return w;
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, int64_t cols) {
+void expect_close_cols(const std::vector<float>& got, const std::vector<float>& want,
+                       int64_t cols) {
   ASSERT_EQ(got.size(), want.size());
   // f32 sums of `cols` unit-variance products in another order: error grows like sqrt(cols).
   const float tol = 2e-5f * std::sqrt(float(cols)) * 4.f;
@@ -68,7 +69,7 @@ TEST_P(DenseKernelTest, MatmulMatchesReference) {
   ThreadPool pool(threads);
   matmul(x.data(), T, ldx, w.view, got.data(), ldy, threads > 1 ? &pool : nullptr);
   ref::matmul(x.data(), T, ldx, w.view, want.data(), ldy);
-  expect_close(got, want, cols);
+  expect_close_cols(got, want, cols);
 }
 
 TEST_P(DenseKernelTest, MatvecAndGemmAgreeOnRowRanges) {
@@ -88,8 +89,8 @@ TEST_P(DenseKernelTest, MatvecAndGemmAgreeOnRowRanges) {
         want[i] = 0.f;  // rows outside the range are left alone
       }
     }
-  expect_close(a, want, cols);
-  expect_close(b, want, cols);
+  expect_close_cols(a, want, cols);
+  expect_close_cols(b, want, cols);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -145,7 +146,7 @@ TEST(DenseKernel, EveryCompiledTarget) {
         std::vector<float> got(size_t(T * 21) + 64, -1.f), want(got);
         matmul_rows(x.data(), T, K, w.view, 0, 21, got.data(), 21);
         ref::matmul(x.data(), T, K, w.view, want.data(), 21);
-        expect_close(got, want, K);
+        expect_close_cols(got, want, K);
         if (::testing::Test::HasFatalFailure()) {
           ADD_FAILURE() << hwy::TargetName(target) << " T " << T;
           break;

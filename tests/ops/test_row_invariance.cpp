@@ -105,7 +105,7 @@ TEST(RowInvariance, PortableKernelsToo) {
 // Attention: queries pos0..pos0+T-1 as one chunk vs each alone (the cache holds every key up to
 // the last query; a lone query at p reads keys <= p). Contexts across key splits (512 keys) and
 // windows, rings, f32 and bf16 caches, 1-3 threads.
-struct AttnCase {
+struct InvAttnCase {
   int W;  // 0: global
   int64_t pos0;
   bool ring;
@@ -115,9 +115,9 @@ TEST(RowInvariance, AttentionDecodePath) {
   AttentionShape s;
   s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 32, s.d_rel = 4, s.rel_extent = 24;
   const int64_t row = int64_t(s.n_kv_heads) * s.head_dim, T = kMaxT;
-  for (const AttnCase c :
-       {AttnCase{0, 3, false}, AttnCase{0, 500, false}, AttnCase{0, 1100, false},
-        AttnCase{48, 70, false}, AttnCase{48, 1030, true}, AttnCase{100, 515, true}}) {
+  for (const InvAttnCase c :
+       {InvAttnCase{0, 3, false}, InvAttnCase{0, 500, false}, InvAttnCase{0, 1100, false},
+        InvAttnCase{48, 70, false}, InvAttnCase{48, 1030, true}, InvAttnCase{100, 515, true}}) {
     s.window = c.W;
     s.log_floor = c.W ? 0 : 64, s.log_alpha = 0.3;
     const int64_t S = c.pos0 + T;

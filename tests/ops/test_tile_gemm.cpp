@@ -52,12 +52,12 @@ std::vector<float> make_x(int64_t n_tok, int64_t ldx, uint32_t seed) {
 using RowsFn = void (*)(const float*, int64_t, int64_t, const MatView&, int64_t, int64_t, float*,
                         int64_t);
 
-struct Shape {
+struct TileShape {
   int64_t n_tok, rows, cols, stride, r0, r1;
 };
 // Tokens, rows and columns off the 32-multiples, several column blocks (256) and row blocks (32),
 // row bands, strided rows.
-const Shape kShapes[] = {{17, 16, 32, 32, 0, 16},   {33, 45, 300, 307, 0, 45},
+const TileShape kShapes[] = {{17, 16, 32, 32, 0, 16},   {33, 45, 300, 307, 0, 45},
                          {40, 70, 600, 600, 5, 61}, {64, 32, 64, 70, 0, 32},
                          {19, 3, 31, 31, 1, 3},     {50, 33, 513, 520, 0, 33}};
 
@@ -65,7 +65,7 @@ const Shape kShapes[] = {{17, 16, 32, 32, 0, 16},   {33, 45, 300, 307, 0, 45},
 // band stay untouched. Also checks the twin against the plain f32 product.
 void check(RowsFn fn, int parts, PairOrder order, bool bitwise, const char* what) {
   uint32_t seed = 1;
-  for (const Shape& s : kShapes) {
+  for (const TileShape& s : kShapes) {
     const std::string at = std::string(what) + " T=" + std::to_string(s.n_tok) +
                            " R=" + std::to_string(s.rows) + " K=" + std::to_string(s.cols);
     const Bf16Weight w = make_weight(s.rows, s.cols, s.stride, seed++);

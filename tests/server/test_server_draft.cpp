@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kDemo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
+const std::string kDraftDemo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
 
 json ask(int port, const std::string& text, bool logprobs = false) {
   json body = {{"model", "inkling-demo"},
@@ -35,9 +35,10 @@ json ask(int port, const std::string& text, bool logprobs = false) {
 }
 
 TEST(ServerDraft, SameAnswersAsPlainAndAcceptanceInMetrics) {
-  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
-  testing::ServerProcess plain({"--ctx-size", "1024", "--parallel", "3"}, kDemo);
-  testing::ServerProcess spec({"--ctx-size", "1024", "--parallel", "3", "--draft", "2"}, kDemo);
+  if (!std::filesystem::exists(kDraftDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  testing::ServerProcess plain({"--ctx-size", "1024", "--parallel", "3"}, kDraftDemo);
+  testing::ServerProcess spec({"--ctx-size", "1024", "--parallel", "3", "--draft", "2"},
+                              kDraftDemo);
   ASSERT_GT(plain.port(), 0);
   ASSERT_GT(spec.port(), 0);
   const std::vector<std::string> asks = {"Give me a verse about light", "Tell me a fortune",
@@ -68,8 +69,9 @@ TEST(ServerDraft, SameAnswersAsPlainAndAcceptanceInMetrics) {
 }
 
 TEST(ServerDraft, BadDraftCountFailsAtStartup) {
-  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
-  const int rc = testing::spawn_wait({testing::kInkling, "serve", "-m", kDemo, "--draft", "3"});
+  if (!std::filesystem::exists(kDraftDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  const int rc =
+      testing::spawn_wait({testing::kInkling, "serve", "-m", kDraftDemo, "--draft", "3"});
   EXPECT_NE(rc, 0);
 }
 

@@ -32,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 using testing::seconds_since;
 
-json user(const std::string& text) {
+json user_turn(const std::string& text) {
   return json::array({{{"role", "user"}, {"content", text}}});
 }
 
@@ -93,7 +93,7 @@ TEST(ServerLoad, SixteenConcurrentClientsMatchSoloRuns) {
       b["logprobs"] = 1;
     } else {
       *path = "/v1/chat/completions";
-      b["messages"] = user("Client " + std::to_string(i) + words);
+      b["messages"] = user_turn("Client " + std::to_string(i) + words);
       b["logprobs"] = true;
     }
     return b;
@@ -167,7 +167,7 @@ TEST(ServerLoad, FiveHundredMixedRequestsNoErrorsNoGrowth) {
       case 0:
       case 1:
       case 2:
-        body = json({{"messages", user("Tell me about " + topic)},
+        body = json({{"messages", user_turn("Tell me about " + topic)},
                      {"max_tokens", 4},
                      {"temperature", 0}})
                    .dump();
@@ -175,7 +175,7 @@ TEST(ServerLoad, FiveHundredMixedRequestsNoErrorsNoGrowth) {
       case 3:
       case 4:
         sse = true;
-        body = json({{"messages", user("Stream about " + topic)},
+        body = json({{"messages", user_turn("Stream about " + topic)},
                      {"max_tokens", 4},
                      {"temperature", 0},
                      {"stream", true},
@@ -273,7 +273,7 @@ TEST(ServerLoad, NonStreamingClientHangingUpFreesItsSlot) {
       {"/v1/completions",
        {{"prompt", "never ending"}, {"max_tokens", 30000}, {"ignore_eos", true}}},
       {"/v1/chat/completions",
-       {{"messages", user("never ending")}, {"max_tokens", 30000}, {"ignore_eos", true}}}};
+       {{"messages", user_turn("never ending")}, {"max_tokens", 30000}, {"ignore_eos", true}}}};
   for (const auto& [path, body] : requests) {
     const double cancelled0 = metric_value(port, "inkling_requests_cancelled_total");
     const double tokens0 = metric_value(port, "inkling_completion_tokens_total");

@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string write_script() {
+std::string write_messages_script() {
   const std::string path = INKLING_BINARY_DIR "/server_messages_script.json";
   json s = json::array();
   s.push_back(
@@ -46,14 +46,14 @@ json tools() {
         {"input_schema", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}});
 }
 
-json user(const std::string& text) {
+json user_msg(const std::string& text) {
   return json::array({{{"role", "user"}, {"content", text}}});
 }
 
 class ServerMessages : public testing::SharedServerTest<ServerMessages> {
  public:
   static std::vector<std::string> server_args() {
-    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_script()};
+    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_messages_script()};
   }
 
  protected:
@@ -89,7 +89,7 @@ class ServerMessages : public testing::SharedServerTest<ServerMessages> {
 };
 
 TEST_F(ServerMessages, ThinkingAndText) {
-  json r = post({{"messages", user("write a poem")},
+  json r = post({{"messages", user_msg("write a poem")},
                  {"system", "be brief"},
                  {"max_tokens", 40},
                  {"thinking", {{"type", "enabled"}, {"budget_tokens", 16}}}});
@@ -106,7 +106,7 @@ TEST_F(ServerMessages, ThinkingAndText) {
 }
 
 TEST_F(ServerMessages, ToolUseAndStreamEventOrder) {
-  json body = {{"messages", user("weather in Paris?")}, {"tools", tools()}, {"max_tokens", 40}};
+  json body = {{"messages", user_msg("weather in Paris?")}, {"tools", tools()}, {"max_tokens", 40}};
   json r = post(body);
   EXPECT_EQ(r["stop_reason"], "tool_use");
   ASSERT_EQ(r["content"].size(), 2u) << r.dump();
@@ -160,31 +160,32 @@ TEST_F(ServerMessages, ToolResultRoundTrip) {
 }
 
 TEST_F(ServerMessages, StopSequenceAndMaxTokens) {
-  json r = post({{"messages", user("a poem")}, {"max_tokens", 40}, {"stop_sequences", {"red"}}});
+  json r =
+      post({{"messages", user_msg("a poem")}, {"max_tokens", 40}, {"stop_sequences", {"red"}}});
   EXPECT_EQ(r["stop_reason"], "stop_sequence");
   EXPECT_EQ(r["stop_sequence"], "red");
   EXPECT_EQ(r["content"].back()["text"], "Roses are ");
-  json r2 = post({{"messages", user("a poem")}, {"max_tokens", 3}});
+  json r2 = post({{"messages", user_msg("a poem")}, {"max_tokens", 3}});
   EXPECT_EQ(r2["stop_reason"], "max_tokens");
   EXPECT_EQ(r2["usage"]["output_tokens"], 3);
 }
 
 TEST_F(ServerMessages, BadRequestsAreAnthropicShaped) {
   const std::vector<json> bad = {
-      {{"messages", user("hi")}},  // max_tokens missing
+      {{"messages", user_msg("hi")}},  // max_tokens missing
       {{"max_tokens", 8}},
       {{"messages", json::array({{{"role", "system"}, {"content", "x"}}})}, {"max_tokens", 8}},
       {{"messages",
         json::array({{{"role", "user"}, {"content", json::array({{{"type", "document"}}})}}})},
        {"max_tokens", 8}},
-      {{"messages", user("hi")}, {"max_tokens", 8}, {"thinking", {{"type", "enabled"}}}},
-      {{"messages", user("hi")},
+      {{"messages", user_msg("hi")}, {"max_tokens", 8}, {"thinking", {{"type", "enabled"}}}},
+      {{"messages", user_msg("hi")},
        {"max_tokens", 8},
        {"thinking", {{"type", "enabled"}, {"budget_tokens", 8}}}},
-      {{"messages", user("hi")},
+      {{"messages", user_msg("hi")},
        {"max_tokens", 8},
        {"tools", json::array({{{"type", "bash_20250124"}, {"name", "bash"}}})}},
-      {{"messages", user("hi")},
+      {{"messages", user_msg("hi")},
        {"max_tokens", 8},
        {"tool_choice", {{"type", "tool"}, {"name", "nope"}}},
        {"tools", tools()}},

@@ -21,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string write_script() {
+std::string write_responses_script() {
   const std::string path = INKLING_BINARY_DIR "/server_responses_script.json";
   json s = json::array();
   // The tool result comes first: the prompt of the follow-up turn also contains "Paris".
@@ -41,7 +41,7 @@ std::string write_script() {
   return path;
 }
 
-json tools() {
+json fn_tools() {
   return json::array(
       {{{"type", "function"},
         {"name", "get_weather"},
@@ -51,7 +51,7 @@ json tools() {
 class ServerResponses : public testing::SharedServerTest<ServerResponses> {
  public:
   static std::vector<std::string> server_args() {
-    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_script()};
+    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_responses_script()};
   }
 
  protected:
@@ -130,7 +130,7 @@ TEST_F(ServerResponses, ReasoningSummaryAndMessage) {
 
 TEST_F(ServerResponses, FunctionCallNonStreaming) {
   json r = post({{"input", json::array({{{"role", "user"}, {"content", "weather in Paris?"}}})},
-                 {"tools", tools()},
+                 {"tools", fn_tools()},
                  {"max_output_tokens", 40}});
   ASSERT_EQ(r["output"].size(), 2u) << r.dump();
   const json& fc = r["output"][1];
@@ -143,7 +143,7 @@ TEST_F(ServerResponses, FunctionCallNonStreaming) {
 
 TEST_F(ServerResponses, StreamedFunctionCallEventOrder) {
   auto evs =
-      stream({{"input", "weather in Paris?"}, {"tools", tools()}, {"max_output_tokens", 40}});
+      stream({{"input", "weather in Paris?"}, {"tools", fn_tools()}, {"max_output_tokens", 40}});
   const std::vector<std::string> want = {"response.created",
                                          "response.in_progress",
                                          "response.output_item.added",
@@ -209,13 +209,13 @@ TEST_F(ServerResponses, FunctionCallOutputItemsAndInstructions) {
        {{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "sunny-21C"}}});
   json r = post({{"input", input},
                  {"instructions", "Answer briefly."},
-                 {"tools", tools()},
+                 {"tools", fn_tools()},
                  {"max_output_tokens", 40}});
   ASSERT_EQ(r["output"].size(), 1u) << r.dump();
   EXPECT_EQ(r["output"][0]["content"][0]["text"], "It is sunny.");
   EXPECT_EQ(r["instructions"], "Answer briefly.");
   // The instructions and every item are in the prompt (more tokens than without them).
-  json r2 = post({{"input", input}, {"tools", tools()}, {"max_output_tokens", 40}});
+  json r2 = post({{"input", input}, {"tools", fn_tools()}, {"max_output_tokens", 40}});
   EXPECT_GT(r["usage"]["input_tokens"].get<int>(), r2["usage"]["input_tokens"].get<int>());
 }
 
@@ -275,7 +275,7 @@ TEST_F(ServerResponses, BadRequests) {
        "input[0].call_id"},
       {{{"input", "hi"}, {"tools", json::array({{{"type", "web_search"}}})}}, "tools[0].type"},
       {{{"input", "hi"},
-        {"tools", tools()},
+        {"tools", fn_tools()},
         {"tool_choice", {{"type", "function"}, {"name", "nope"}}}},
        "tool_choice"},
       {{{"input", "hi"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type"},

@@ -22,7 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string write_script() {
+std::string write_tools_script() {
   const std::string path = INKLING_BINARY_DIR "/server_tools_script.json";
   json s = json::array();
   // The space after "args":{ keeps the tokens of a forced named-call prefix aligned with these.
@@ -44,7 +44,7 @@ std::string write_script() {
   return path;
 }
 
-json tools() {
+json tool_list() {
   auto fn = [](const char* name) {
     return json{
         {"type", "function"},
@@ -62,14 +62,14 @@ json named(const char* name) {
 class ServerTools : public testing::SharedServerTest<ServerTools> {
  public:
   static std::vector<std::string> server_args() {
-    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_script()};
+    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_tools_script()};
   }
 
  protected:
   // Non-streaming chat; the first choice, with a 200 expected.
   static json chat(const std::string& text, const json& tool_choice, json extra = json::object()) {
     json body = {{"messages", json::array({{{"role", "user"}, {"content", text}}})},
-                 {"tools", tools()},
+                 {"tools", tool_list()},
                  {"max_tokens", 48}};
     if (!tool_choice.is_null()) body["tool_choice"] = tool_choice;
     body.update(extra);
@@ -131,7 +131,7 @@ TEST_F(ServerTools, NamedFunctionIsCalledWhateverTheModelWants) {
   // The model answers in text: the named call is started anyway (streamed: its name first).
   auto cl = testing::local_client(server_->port());
   json body = {{"messages", json::array({{{"role", "user"}, {"content", "a poem"}}})},
-               {"tools", tools()},
+               {"tools", tool_list()},
                {"tool_choice", named("get_weather")},
                {"max_tokens", 24},
                {"stream", true}};
@@ -177,7 +177,7 @@ TEST_F(ServerTools, RepeatedCompletionPromptReusesItsPrefill) {
 TEST_F(ServerTools, UnknownNamedFunctionIs400) {
   int st = 0;
   json body = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
-               {"tools", tools()},
+               {"tools", tool_list()},
                {"tool_choice", named("nope")}};
   json r = testing::post_json(server_->port(), "/v1/chat/completions", body, &st);
   EXPECT_EQ(st, 400) << r.dump();

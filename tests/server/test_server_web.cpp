@@ -17,11 +17,11 @@ namespace {
 using ::testing::HasSubstr;
 
 // On the demo model: it loads in a tenth of a second.
-const std::string kDemo = INKLING_SOURCE_DIR "/models/inkling-demo";
+const std::string kWebDemo = INKLING_SOURCE_DIR "/models/inkling-demo";
 
 TEST(ServerWeb, ServesTheSelfContainedChatPage) {
-  if (!std::filesystem::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
-  testing::ServerProcess server({"--api-key", "web-key"}, kDemo);
+  if (!std::filesystem::exists(kWebDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  testing::ServerProcess server({"--api-key", "web-key"}, kWebDemo);
   ASSERT_GT(server.port(), 0) << "server did not start";
   httplib::Client c("127.0.0.1", server.port());
   auto r = c.Get("/");
