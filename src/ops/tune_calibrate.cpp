@@ -161,29 +161,48 @@ std::vector<DecodeTuning> candidates(const Stage& st, const DecodeTuning& base) 
   return uniq;
 }
 
-// Per candidate, the median over rounds of (GB/s) / (probe GB/s of the same round), and the
-// medians of GB/s and of the probe.
+// Per candidate: the median over rounds of its speed relative to candidate 0 measured right
+// before or after it (paired: a drift of the machine between candidates cancels out), the
+// medians of GB/s and of GB/s over the probe of the round, and the probe's median.
 struct Scores {
-  std::vector<double> ratio, gbs;
+  std::vector<double> paired, ratio, gbs;
   double probe = 0;
 };
 
 Scores measure(Synthetic& s, ThreadPool& pool, ReadProbe& probe, const std::vector<DecodeTuning>& c,
                int rounds, int passes) {
-  std::vector<std::vector<double>> ratios(c.size()), gbs(c.size());
+  std::vector<std::vector<double>> paired(c.size()), ratios(c.size()), gbs(c.size());
   std::vector<double> probes;
+  auto gbs_of = [&](const DecodeTuning& t) {
+    set_decode_tuning(t, "tune");
+    return s.bytes / time_pass(s, pool, passes) / 1e9;
+  };
+  auto add = [&](size_t i, double g, double g0, double bw) {
+    gbs[i].push_back(g);
+    ratios[i].push_back(g / bw);
+    paired[i].push_back(g / g0);
+  };
   for (int r = 0; r < rounds; ++r) {
     const double bw = probe.measure(1);
     probes.push_back(bw);
-    for (size_t i = 0; i < c.size(); ++i) {
-      set_decode_tuning(c[i], "tune");
-      const double g = s.bytes / time_pass(s, pool, passes) / 1e9;
-      gbs[i].push_back(g);
-      ratios[i].push_back(g / bw);
+    if (c.size() == 1) {
+      const double g = gbs_of(c[0]);
+      add(0, g, g, bw);
+    }
+    for (size_t i = 1; i < c.size(); ++i) {
+      // Candidate 0 next to every other one, before it in even rounds and after it in odd ones
+      // (an order effect would otherwise favour one side).
+      double g0 = 0, g = 0;
+      if (r % 2 == 0) g0 = gbs_of(c[0]);
+      g = gbs_of(c[i]);
+      if (r % 2 == 1) g0 = gbs_of(c[0]);
+      add(i, g, g0, bw);
+      add(0, g0, g0, bw);
     }
   }
   Scores out;
   for (size_t i = 0; i < c.size(); ++i) {
+    out.paired.push_back(median(paired[i]));
     out.ratio.push_back(median(ratios[i]));
     out.gbs.push_back(median(gbs[i]));
   }
@@ -239,7 +258,7 @@ CalibrateResult calibrate_decode(ThreadPool& pool, const CalibrateOptions& opt,
   std::vector<Stage> stages;
   for (const std::string& f : fmts) {
     if (f == "bf16") {
-      stages.push_back({f, {TuneParam::kSplitRows}, {{0, 16, 64, 256}}});
+      stages.push_back({f, {TuneParam::kSplitRows}, {{0, 256, 1024}}});
       stages.push_back(
           {f, {TuneParam::kDenseRows, TuneParam::kDensePrefetch}, {{1, 2, 4}, {0, 2, 4, 8}}});
     } else if (f == "q4" || (f == "nvfp4" && !has_q4)) {
@@ -274,8 +293,8 @@ CalibrateResult calibrate_decode(ThreadPool& pool, const CalibrateOptions& opt,
   ReadProbe probe(pool, std::min(bytes, size_t(256) << 20));
 
   // Measurements: every stage's candidates plus the final default-vs-chosen check, `rounds` each.
-  size_t n_meas = 2 * data.size();
-  for (const Stage& st : stages) n_meas += candidates(st, defaults).size();
+  size_t n_meas = 4 * data.size();  // the final check: 2 candidates in twice the rounds
+  for (const Stage& st : stages) n_meas += 2 * (candidates(st, defaults).size() - 1);
   const double per_pass = pass_s / std::max<size_t>(1, data.size());
   const double left = opt.budget_s;  // measurement only: the setup above is not counted
   int rounds = 3, passes = int(left / (double(n_meas) * rounds * per_pass * 1.3));
@@ -292,31 +311,45 @@ CalibrateResult calibrate_decode(ThreadPool& pool, const CalibrateOptions& opt,
     const Scores sc = measure(*s, pool, probe, c, rounds, passes);
     size_t arg = 0;
     for (size_t i = 1; i < c.size(); ++i)
-      if (sc.ratio[i] > sc.ratio[arg]) arg = i;
-    if (arg != 0 && sc.ratio[arg] < sc.ratio[0] * (1 + opt.min_gain)) arg = 0;
+      if (sc.paired[i] > sc.paired[arg]) arg = i;
+    if (arg != 0 && sc.paired[arg] < 1 + opt.min_gain) arg = 0;
     char line[256];
-    std::snprintf(line, sizeof line, "%-5s %s: %.2f of the read probe (%.1f GB/s, was %.2f)",
-                  st.fmt.c_str(), describe(c[arg], st.params).c_str(), sc.ratio[arg], sc.gbs[arg],
-                  sc.ratio[0]);
+    std::snprintf(line, sizeof line,
+                  "%-5s %s: %.3fx the previous choice, %.2f of the read probe (%.1f GB/s)",
+                  st.fmt.c_str(), describe(c[arg], st.params).c_str(), sc.paired[arg],
+                  sc.ratio[arg], sc.gbs[arg]);
     say(line);
     best = c[arg];
   }
 
-  // Defaults against the choice, per format, interleaved.
+  // Defaults against the choice, per format, interleaved, in twice the rounds: a format whose
+  // choice does not hold up here (a lucky moment in its stage) gets its parameters back to the
+  // defaults (bf16's include the row split, which every format uses).
   CalibrateResult res;
   res.measured = nlohmann::json::object();
   for (auto& [f, s] : data) {
-    const Scores sc = measure(*s, pool, probe, {defaults, best}, rounds, passes);
+    std::vector<TuneParam> mine;
+    for (const Stage& st : stages)
+      if (st.fmt == f) mine.insert(mine.end(), st.params.begin(), st.params.end());
+    bool differs = false;
+    for (TuneParam p : mine) differs = differs || best[p] != defaults[p];
+    const Scores sc = measure(*s, pool, probe, {defaults, best}, 2 * rounds, passes);
+    const bool keep = !differs || sc.paired[1] >= 1 + opt.min_gain / 2;
+    if (!keep)
+      for (TuneParam p : mine) best[p] = defaults[p];
     res.measured[f] = {{"probe_gbs", sc.probe},
                        {"default_gbs", sc.gbs[0]},
                        {"default_ratio", sc.ratio[0]},
                        {"tuned_gbs", sc.gbs[1]},
-                       {"tuned_ratio", sc.ratio[1]}};
-    char line[256];
+                       {"tuned_ratio", sc.ratio[1]},
+                       {"tuned_over_default", sc.paired[1]},
+                       {"kept", keep}};
+    char line[320];
     std::snprintf(line, sizeof line,
                   "%-5s default %.2f -> tuned %.2f of the read probe (%.1f -> %.1f GB/s, probe "
-                  "%.1f)",
-                  f.c_str(), sc.ratio[0], sc.ratio[1], sc.gbs[0], sc.gbs[1], sc.probe);
+                  "%.1f; paired %.3fx)%s",
+                  f.c_str(), sc.ratio[0], sc.ratio[1], sc.gbs[0], sc.gbs[1], sc.probe, sc.paired[1],
+                  keep ? "" : ": not confirmed, defaults kept");
     say(line);
   }
   res.measured["weights_mib"] = bytes >> 20;

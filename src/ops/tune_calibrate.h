@@ -2,8 +2,10 @@
 // kernels the registry binds, as decode runs them) on synthetic weights larger than the last-level
 // cache, per weight format, under candidate decode tunings (ops/tuning.h), each against the read
 // bandwidth probe of the same moment, and picks the best. Candidates are measured in interleaved
-// rounds (the machine's speed drifts); a setting replaces the default only when its median ratio
-// over the rounds beats the default's by `min_gain`.
+// rounds, each paired with the current choice measured right before or after it (the machine's
+// speed drifts); a setting replaces the current choice only when the median of its paired speed
+// ratios beats it by `min_gain`, and a format's final choice is kept only when a last paired
+// check against the defaults confirms it (by min_gain / 2).
 #pragma once
 
 #include <functional>
@@ -23,7 +25,7 @@ struct CalibrateOptions {
   // Formats: "bf16", "q4" (MLX affine 4-bit g64), "q8", "q3" (stands for the bf16-dot affine
   // widths 1/2/3/5/6), "nvfp4". Empty: bf16, q4, q8, q3.
   std::vector<std::string> formats;
-  double min_gain = 0.02;
+  double min_gain = 0.03;
 };
 
 struct CalibrateResult {
