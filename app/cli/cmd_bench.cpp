@@ -20,6 +20,7 @@
 #include "kv_option.h"
 #include "model/config.h"
 #include "model/cost.h"
+#include "ops/amx_gemm.h"
 #include "ops/attention.h"
 #include "ops/machine_hwy.h"
 #include "ops/tuning.h"
@@ -395,6 +396,7 @@ int run_bench(const BenchArgs& args) {
                         {"kv_type", info.kv_type},
                         {"q4_decode_kernel", q4_decode_kernel(info)},
                         {"kernels", kernels_json(info)},
+                        {"amx_gemm", amx_gemm_status()},
                         {"prompt_tokens", a.prompt},
                         {"gen_tokens", a.gen},
                         {"context", ctx0},
@@ -432,6 +434,7 @@ int run_bench(const BenchArgs& args) {
       "FMA peak %.1f GFLOP/s (%.1f / %.1f)\n",
       a.threads, simd_target_name().c_str(), q4_decode_kernel(info).c_str(), bw, bw_before,
       bw_after, peak, peak_before, peak_after);
+  std::printf("amx gemm:  %s (bf16 weights, 17+ tokens)\n", amx_gemm_status().c_str());
   std::printf("decode cost at context %lld (bytes per token):\n%s",
               static_cast<long long>(ctx0 + a.gen / 2), dc.describe().c_str());
   std::printf("prefill cost per token (prompt %lld): %.2f GFLOP\n",

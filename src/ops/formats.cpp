@@ -1,13 +1,15 @@
 // The weight-format registry (see formats.h): the table of formats, and for each the kernels it
 // binds per shape class on this CPU. The only place that knows which kernel file runs which
-// format; the kernels themselves live in dense_scalar.cpp, matmul_hwy.cpp, quant_matmul.cpp and
-// quant_q4_bf16dot.cpp, each with a scalar twin (ops/reference, quant_matmul_rows_ref).
+// format; the kernels themselves live in dense_scalar.cpp, matmul_hwy.cpp, amx_gemm.cpp,
+// quant_matmul.cpp and quant_q4_bf16dot.cpp, each with a scalar twin (ops/reference,
+// quant_matmul_rows_ref).
 #include "ops/formats.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
+#include "ops/amx_gemm.h"
 #include "ops/dense_scalar.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
@@ -23,6 +25,7 @@ namespace {
 // Kernels by name, as the sets below combine them.
 constexpr Kernel kHwyMatvec{"hwy matvec", hwy_matvec_rows};
 constexpr Kernel kHwyGemm{"hwy gemm", hwy_gemm_rows};
+constexpr Kernel kAmxGemm{"amx-bf16 gemm", amx_gemm_rows};
 constexpr Kernel kScalarWiden{"scalar widen", dense_widen_rows};
 constexpr Kernel kHwyQuant{"hwy quant", quant_matmul_rows};
 constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
@@ -55,6 +58,9 @@ constexpr Kernel kAffineBytesGemm{"hwy affine bytes (17-31 tokens) / hwy gemm af
 // --- dense ---------------------------------------------------------------------------------
 
 constexpr KernelSet kDenseHwy{{kHwyMatvec, kHwyMatvec, kHwyGemm}, dense_dequant_row};
+// bf16 on CPUs with AMX-BF16 (ops/amx_gemm.h): the tile gemm for 17+ tokens only, so the 1..16
+// token kernels (and their row-count invariance) are the same as without AMX.
+constexpr KernelSet kDenseBf16Amx{{kHwyMatvec, kHwyMatvec, kAmxGemm}, dense_dequant_row};
 // (Widened for every token count: one summation order per row, formats.h.)
 constexpr KernelSet kDenseScalar{{kScalarWiden, kScalarWiden, kScalarWiden}, dense_dequant_row};
 
@@ -72,6 +78,9 @@ bool is_dense(const MatView& w) {
 
 const KernelSet* select_dense_hwy(const MatView&) {
   return &kDenseHwy;
+}
+const KernelSet* select_dense_bf16(const MatView& w) {
+  return amx_gemm_handles(w) && amx_gemm_enabled() ? &kDenseBf16Amx : &kDenseHwy;
 }
 const KernelSet* select_dense_scalar(const MatView&) {
   return &kDenseScalar;
@@ -152,7 +161,7 @@ const KernelSet* select_nvfp4(const MatView& w) {
 const FormatEntry kFormats[] = {
     {"F32", WeightFormat::kDense, is_dense<DType::F32>, dense_bytes, dense_label, select_dense_hwy},
     {"BF16", WeightFormat::kDense, is_dense<DType::BF16>, dense_bytes, dense_label,
-     select_dense_hwy},
+     select_dense_bf16},
     {"F16", WeightFormat::kDense, is_dense<DType::F16>, dense_bytes, dense_label,
      select_dense_scalar},
     {"affine q4", WeightFormat::kAffine, is_affine<4>, quant_bytes, affine_label, select_affine4},
