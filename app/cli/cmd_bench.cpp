@@ -23,6 +23,8 @@
 #include "ops/amx_gemm.h"
 #include "ops/attention.h"
 #include "ops/machine_hwy.h"
+#include "ops/tuning.h"
+#include "ops/tuning_cache.h"
 
 namespace inkling::cli {
 
@@ -54,7 +56,13 @@ struct BenchArgs {
   int batch = 0;  // also time Engine::step over this many sessions, one token each
   int draft = 0;  // also time speculative decoding with K = 1..draft MTP drafts (bench_draft.h)
   int64_t draft_vocab = 0;  // the drafts' head over ids [0, draft_vocab) (0 = all)
+  std::string ab_tuning;    // "default" or a tuning file: alternate decode segments with it
 };
+
+// The decode tuning in effect: values and where they came from.
+nlohmann::json tuning_json() {
+  return {{"values", tuning_to_json(DecodeTuning::current())}, {"source", decode_tuning_source()}};
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -230,8 +238,23 @@ int run_bench(const BenchArgs& args) {
   ReadProbe seg_probe(probe_pool, size_t(256) << 20);  // one buffer for every segment's probe
   std::vector<double> seg_bw, seg_rate;
   double decode_s = 0;
+  // --ab-tuning: odd segments run with the other tuning (B), even ones with the one in effect (A).
+  const DecodeTuning tune_a = DecodeTuning::current();
+  const std::string source_a = decode_tuning_source();
+  DecodeTuning tune_b = DecodeTuning::defaults();
+  std::string source_b = "default";
+  if (!a.ab_tuning.empty() && a.ab_tuning != "default") {
+    TuningFile f;
+    std::string err;
+    if (!read_tuning_file(a.ab_tuning, &f, &err)) return fail("--ab-tuning: " + err, 2);
+    tune_b = f.tuning, source_b = "file " + a.ab_tuning;
+  }
+  std::vector<double> ab_ratio[2], ab_rate[2];
   for (int64_t i = 0; i < a.gen; i += kSegment) {
     const int64_t n = std::min(kSegment, a.gen - i);
+    const int side = a.ab_tuning.empty() ? 0 : int((i / kSegment) % 2);
+    if (!a.ab_tuning.empty())
+      side ? set_decode_tuning(tune_b, source_b) : set_decode_tuning(tune_a, source_a);
     seg_bw.push_back(seg_probe.measure(2));
     t0 = now_s();
     for (int64_t j = i; j < i + n; ++j)
@@ -239,7 +262,10 @@ int run_bench(const BenchArgs& args) {
     const double dt = now_s() - t0;
     decode_s += dt;
     seg_rate.push_back(double(n) / dt);
+    ab_rate[side].push_back(double(n) / dt);
+    ab_ratio[side].push_back(double(n) / dt / (seg_bw.back() * 1e9));  // x bytes/token below
   }
+  if (!a.ab_tuning.empty()) set_decode_tuning(tune_a, source_a);
 
   // Batched decode (continuous batching): `batch` sessions at the same context, one token each
   // per Engine::step, against the single-session decode just measured.
@@ -338,8 +364,31 @@ int run_bench(const BenchArgs& args) {
                {"exchange_ms_per_chunk", chunk.value() * moe_layers * 1e3}};
   }
 
+  nlohmann::json ab_json;
+  if (!a.ab_tuning.empty()) {
+    auto side = [&](int k, const DecodeTuning& t, const std::string& src) {
+      std::vector<double> r = ab_ratio[k];
+      for (double& x : r) x *= bytes;
+      return nlohmann::json{{"values", tuning_to_json(t)},
+                            {"source", src},
+                            {"segments", r.size()},
+                            {"decode_tok_s_median", median(ab_rate[k])},
+                            {"decode_ratio_interleaved", median(r)}};
+    };
+    ab_json = {{"a", side(0, tune_a, source_a)}, {"b", side(1, tune_b, source_b)}};
+    const double ra = ab_json["a"]["decode_ratio_interleaved"].get<double>();
+    const double rb = ab_json["b"]["decode_ratio_interleaved"].get<double>();
+    ab_json["a_over_b"] = rb > 0 ? ra / rb : 0.0;
+  }
+
   if (a.json) {
     nlohmann::json j = {{"model_dir", a.model_dir},
+                        {"host",
+                         {{"cpu", cpu_model_name()},
+                          {"flags", cpu_kernel_flags()},
+                          {"simd_target", simd_target_name()},
+                          {"cpus_available", available_cpus_source()}}},
+                        {"tuning", tuning_json()},
                         {"cpu", cpu_model_name()},
                         {"cpus_available", available_cpus_source()},
                         {"threads", a.threads},
@@ -372,6 +421,7 @@ int run_bench(const BenchArgs& args) {
                         {"batch_speedup", a.batch > 0 ? batch_tok_s / decode_tok_s : 0.0},
                         {"projected", projected}};
     if (a.draft > 0) j["speculative"] = spec;
+    if (!ab_json.is_null()) j["tuning_ab"] = ab_json;
     if (!ep_json.is_null()) j["expert_parallel"] = ep_json;
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -401,6 +451,15 @@ int run_bench(const BenchArgs& args) {
       "decode_ratio_interleaved = %.3f  (median over %zu segments of %d steps, each against a "
       "probe just before it; median probe %.1f GB/s)\n",
       decode_ratio_interleaved, seg_ratio.size(), int(kSegment), bw_interleaved);
+  std::printf("tuning:    %s (%s)\n", tuning_to_json(DecodeTuning::current()).dump().c_str(),
+              decode_tuning_source().c_str());
+  if (!ab_json.is_null())
+    std::printf("tuning A/B: A %s %.3f, B %s %.3f (decode_ratio_interleaved), A/B = %.3f\n",
+                ab_json["a"]["source"].get<std::string>().c_str(),
+                ab_json["a"]["decode_ratio_interleaved"].get<double>(),
+                ab_json["b"]["source"].get<std::string>().c_str(),
+                ab_json["b"]["decode_ratio_interleaved"].get<double>(),
+                ab_json["a_over_b"].get<double>());
   std::printf("prefill_ratio = %.3f  (prefill FLOP/s / FMA peak)\n", prefill_ratio);
   if (a.batch > 0)
     std::printf(
@@ -478,6 +537,9 @@ Runner add_bench(CLI::App& app) {
       app, &a->draft, &a->draft_vocab,
       "also time speculative decoding with K = 1..N MTP drafts per round against plain "
       "greedy decoding (acceptance, tokens per round, verify cost vs one decode step)");
+  app.add_option("--ab-tuning", a->ab_tuning,
+                 "A/B the decode tuning in one run: odd decode segments use this one (\"default\" "
+                 "or a tuning file), even ones the tuning in effect");
   app.add_flag("--json", a->json, "print one JSON object instead of the report");
   return [a]() { return run_bench(*a); };
 }

@@ -19,6 +19,7 @@ Runner add_chat(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_quantize(CLI::App& app);
+Runner add_tune(CLI::App& app);
 
 // Prints "error: <message>" to stderr and returns `code`.
 int fail(const std::string& message, int code = 1);

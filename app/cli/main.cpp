@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   reg("render", "chat request (JSON) on stdin -> the prompt its chat template renders", add_render);
   reg("serve", "OpenAI-compatible HTTP server (chat, completions, streaming)", add_serve);
   reg("bench", "prefill/decode tokens per second against this machine's limits", add_bench);
+  reg("tune", "measure the decode kernels' settings for this CPU and cache the best", add_tune);
   reg("quantize", "any checkpoint -> MLX affine checkpoint in the mlx-vlm layout", add_quantize);
   try {
     app.parse(argc, argv);

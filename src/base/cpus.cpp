@@ -77,4 +77,29 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
+std::vector<std::string> cpu_kernel_flags() {
+  static const char* const kWanted[] = {"avx2",        "fma",         "avx512f",    "avx512bw",
+                                        "avx512_vnni", "avx512_bf16", "avx512vbmi", "avx512_fp16",
+                                        "amx_tile",    "amx_bf16",    "amx_int8"};
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  std::vector<std::string> out;
+  while (std::getline(f, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    std::istringstream words(line.substr(colon + 1));
+    std::vector<std::string> have;
+    for (std::string w; words >> w;) have.push_back(w);
+    for (const char* want : kWanted)
+      for (const std::string& h : have)
+        if (h == want) {
+          out.push_back(h);
+          break;
+        }
+    break;
+  }
+  return out;
+}
+
 }  // namespace inkling

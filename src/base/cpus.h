@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace inkling {
 
@@ -18,5 +19,10 @@ std::string available_cpus_source();
 
 // The CPU's model name ("AMD EPYC 9R14 96-Core Processor") from /proc/cpuinfo, or "unknown".
 std::string cpu_model_name();
+
+// The /proc/cpuinfo flags that decide which kernels run, among: avx2, fma, avx512f, avx512bw,
+// avx512_vnni, avx512_bf16, avx512vbmi, avx512_fp16, amx_tile, amx_bf16, amx_int8 (those this
+// CPU lists, in that order; empty where /proc/cpuinfo cannot be read).
+std::vector<std::string> cpu_kernel_flags();
 
 }  // namespace inkling

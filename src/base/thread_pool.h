@@ -41,6 +41,20 @@ class ThreadPool {
     run_chunks(n, chunks, [&](size_t b, size_t e) { fn(b, e); });
   }
 
+  // Runs fn(begin, end) over [0, n) split into `chunks` contiguous static chunks (at most n and
+  // 0xffff), claimed by the caller and the workers in turn: more chunks than threads balance
+  // threads that other work slows down. Blocks until all chunks are done.
+  template <typename F>
+  void parallel_for_chunks(size_t n, size_t chunks, F&& fn) {
+    if (n == 0) return;
+    chunks = std::min<size_t>({chunks, n, size_t(0xffff)});
+    if (chunks <= 1 || n_threads_ <= 1) {
+      fn(size_t(0), n);
+      return;
+    }
+    run_chunks(n, chunks, [&](size_t b, size_t e) { fn(b, e); });
+  }
+
  private:
   using ChunkFn = std::function<void(size_t, size_t)>;
   void run_chunks(size_t n, size_t chunks, const ChunkFn& fn);

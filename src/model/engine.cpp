@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/session_impl.h"
 #include "ops/formats.h"
+#include "ops/tuning_cache.h"
 
 namespace inkling {
 
@@ -300,6 +301,7 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
                                  uint64_t(model->config.unpadded_vocab) * 4;  // last logits
   e->impl_->model = std::move(model);
   e->impl_->pool = std::make_unique<ThreadPool>(opts.n_threads);
+  load_decode_tuning(e->impl_->pool->size());  // INKLING_TUNE / the cache (ops/tuning_cache.h)
   return e;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ops/formats.h"
+#include "ops/tuning.h"
 
 namespace inkling {
 
@@ -44,6 +45,15 @@ void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float*
   const bool inv = t_row_invariant;  // read on the calling thread; workers are other threads
   if (!pool || w.rows * w.cols * n_tok < (int64_t(1) << 15)) {
     run_kernel(x, n_tok, ldx, w, 0, w.rows, y, ldy, inv);
+    return;
+  }
+  const int64_t split = n_tok == 1 ? tuning(TuneParam::kSplitRows) : 0;
+  if (split > 0) {  // decode tuning: blocks of `split` rows claimed by the threads in turn
+    const int64_t blocks = (w.rows + split - 1) / split;
+    pool->parallel_for_chunks(size_t(blocks), size_t(blocks), [&](size_t b, size_t e) {
+      run_kernel(x, n_tok, ldx, w, int64_t(b) * split, std::min(w.rows, int64_t(e) * split), y, ldy,
+                 inv);
+    });
     return;
   }
   pool->parallel_for(

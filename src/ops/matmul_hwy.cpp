@@ -16,6 +16,7 @@
 #include "ops/e2m1-inl.h"
 
 #include "ops/affine_words.h"
+#include "ops/tuning.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace inkling {
@@ -68,10 +69,11 @@ HWY_INLINE float Finish(DF df, VF a0, VF a1, VF a2, VF a3, const float* x, const
 }
 
 // R rows x NT tokens, the four chains in registers (4 x R x NT accumulators): the decode kernel
-// (R = NT = 1).
+// (R = NT = 1). `ahead` (one token only, may be null): rows R apart from the same offsets,
+// software-prefetched as these are read (decode tuning, ops/tuning.h; no effect on the arithmetic).
 template <int R, int NT, typename WT>
 HWY_INLINE void DotTile(DF df, const float* x, int64_t ldx, const WT* w, int64_t ld, int64_t n,
-                        float* y, int64_t ldy) {
+                        float* y, int64_t ldy, const WT* ahead = nullptr) {
   const int64_t N = int64_t(hn::Lanes(df));
   VF a[4][R][NT];
 #pragma GCC unroll 4
@@ -82,6 +84,12 @@ HWY_INLINE void DotTile(DF df, const float* x, int64_t ldx, const WT* w, int64_t
       for (int t = 0; t < NT; ++t) a[k][i][t] = hn::Zero(df);
   int64_t c = 0;
   for (; c + 4 * N <= n; c += 4 * N) {
+    if (ahead) {
+      constexpr int64_t kLine = 64 / int64_t(sizeof(WT));  // elements per cache line
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i)
+        for (int64_t b = 0; b < 4 * N; b += kLine) hwy::Prefetch(ahead + i * ld + c + b);
+    }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       VF wv[R];
@@ -201,13 +209,29 @@ HWY_INLINE void ChainBlockRows(DF df, int nr, int nt, const float* x, int64_t ld
   ChainBlockN<R, kFewT>(df, nt, x, ldx, w, ld, c0, c1, c_end, first, last, pk);
 }
 
+// One token, R rows at a time (the per-row order is DotTile's whatever R), the rows `pf` rows
+// ahead prefetched as these are read (0: none).
+template <int R, typename WT>
+void OneTokenRows(DF df, const float* x, const WT* w, int64_t ld, int64_t cols, int64_t r0,
+                  int64_t r1, float* y, int pf) {
+  int64_t r = r0;
+  for (; r + R <= r1; r += R) {
+    const WT* ahead = pf > 0 && r + pf + R <= r1 ? w + (r + pf) * ld : nullptr;
+    DotTile<R, 1>(df, x, 0, w + r * ld, ld, cols, y + r, 0, ahead);
+  }
+  for (; r < r1; ++r) DotTile<1, 1>(df, x, 0, w + r * ld, ld, cols, y + r, 0);
+}
+
 template <typename WT>
 void MatvecT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, int64_t cols,
              int64_t r0, int64_t r1, float* y, int64_t ldy) {
   const DF df;
-  if (n_tok == 1) {  // one sequential stream per thread
-    for (int64_t r = r0; r < r1; ++r) DotTile<1, 1>(df, x, ldx, w + r * ld, ld, cols, y + r, ldy);
-    return;
+  if (n_tok == 1) {  // by default one sequential stream per thread (decode tuning may change it)
+    const int rows = tuning(TuneParam::kDenseRows), pf = tuning(TuneParam::kDensePrefetch);
+    if (rows >= 4) return OneTokenRows<4>(df, x, w, ld, cols, r0, r1, y, pf);
+    if (rows == 3) return OneTokenRows<3>(df, x, w, ld, cols, r0, r1, y, pf);
+    if (rows == 2) return OneTokenRows<2>(df, x, w, ld, cols, r0, r1, y, pf);
+    return OneTokenRows<1>(df, x, w, ld, cols, r0, r1, y, pf);
   }
   if (n_tok > kFewMaxTok) {  // pieces of kFewMaxTok tokens (the registry binds gemm for these)
     for (int64_t t = 0; t < n_tok; t += kFewMaxTok)

@@ -24,6 +24,7 @@
 #include "base/dtype.h"
 #include "ops/formats.h"
 #include "ops/quant_q4_bf16dot.h"
+#include "ops/tuning.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_AFFINE_BF16DOT 1
@@ -186,7 +187,7 @@ INK_AFFDOT inline __mmask64 bytes_mask(int64_t n) {
 // registers.
 template <int kBits, int NT, int R>
 INK_AFFDOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
-                            float* y, int64_t ldy) {
+                            float* y, int64_t ldy, int pf = 1) {  // pf: blocks ahead prefetched
   constexpr int kLayout = U16Layout(kBits) ? kBits : 0;
   constexpr int64_t kCols = BlockCols(kLayout);
   constexpr int kSteps = Steps(kLayout);
@@ -206,7 +207,7 @@ INK_AFFDOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
-        rows_kernel<kBits, NT, 1>(p, t0, w, rb, r1, y, ldy);
+        rows_kernel<kBits, NT, 1>(p, t0, w, rb, r1, y, ldy, pf);
         return;
       }
     }
@@ -215,9 +216,9 @@ INK_AFFDOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t
     float bias[R][NT];
     _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
       codes[i] = w.row(rb + i);
-      const int64_t rn = std::min(rb + R + i, r1 - 1);
+      const int64_t rn = std::min(rb + R * std::max(pf, 1) + i, r1 - 1);
       ahead[i] = reinterpret_cast<const char*>(w.row(rn));
-      bf16dot::prefetch_scales(w, rn, ngroups);
+      if (pf > 0) bf16dot::prefetch_scales(w, rn, ngroups);
       float* s = sfb + i * gs;
       float* bs = sfb + kRowsMax * gs;
       bf16dot::affine_row_scales(w, rb + i, ngroups, gs, s, bs);
@@ -245,8 +246,10 @@ INK_AFFDOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t
         const __m512i src0 = _mm512_maskz_loadu_epi8(m0, codes[i] + off);
         __m512i src1 = src0;
         if constexpr (kTwo) src1 = _mm512_maskz_loadu_epi8(m1, codes[i] + off + 64);
-        _mm_prefetch(ahead[i] + off, _MM_HINT_T0);
-        if constexpr (kTwo) _mm_prefetch(ahead[i] + off + 64, _MM_HINT_T0);
+        if (pf > 0) {
+          _mm_prefetch(ahead[i] + off, _MM_HINT_T0);
+          if constexpr (kTwo) _mm_prefetch(ahead[i] + off + 64, _MM_HINT_T0);
+        }
         _Pragma("GCC unroll 2") for (int pm = 0; pm < kPerms; ++pm) {
           if constexpr (kLayout != 0) {
             win[pm][i] = src0;
@@ -311,7 +314,7 @@ template <int kBits>
 void width_rows(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64_t r1,
                 float* y, int64_t ldy) {
   if (nt == 1)
-    rows_kernel<kBits, 1, 4>(p, t0, w, r0, r1, y, ldy);
+    rows_kernel<kBits, 1, 4>(p, t0, w, r0, r1, y, ldy, tuning(TuneParam::kAffinePrefetch));
   else
     rows_kernel<kBits, 2, 2>(p, t0, w, r0, r1, y, ldy);
 }

@@ -24,6 +24,7 @@
 
 #include "base/dtype.h"
 #include "ops/affine_words.h"
+#include "ops/tuning.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace inkling {
@@ -203,7 +204,7 @@ void WordRows(const Call& c, const inkling::MatView& w, int64_t r0, int64_t r1, 
 // every token count keeps them so a row's sum has one order (row-count invariance, formats.h).
 template <int NT, int R>
 void ByteRows(const Call& c, const float* x, int64_t ldx, const inkling::MatView& w, int64_t r0,
-              int64_t r1, float* y, int64_t ldy, float* sf) {
+              int64_t r1, float* y, int64_t ldy, float* sf, int pf = 1) {  // pf: blocks ahead
   constexpr int C = 2;  // chains per row and token
   const DF df;
   const DU du;
@@ -212,7 +213,7 @@ void ByteRows(const Call& c, const float* x, int64_t ldx, const inkling::MatView
   const int64_t N = int64_t(hn::Lanes(df)), group = w.group, ngroups = w.cols / group;
   for (int64_t rb = r0; rb < r1; rb += R) {
     if (rb + R > r1) {  // fewer than R rows left
-      ByteRows<NT, 1>(c, x, ldx, w, rb, r1, y, ldy, sf);
+      ByteRows<NT, 1>(c, x, ldx, w, rb, r1, y, ldy, sf, pf);
       return;
     }
     const uint8_t* codes[R];
@@ -221,7 +222,7 @@ void ByteRows(const Call& c, const float* x, int64_t ldx, const inkling::MatView
     float* bs = sf + R * c.sfs;
     _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) {
       codes[i] = w.row(rb + i);
-      ahead[i] = w.row(std::min(rb + R + i, r1 - 1));
+      ahead[i] = w.row(std::min(rb + R * std::max(pf, 1) + i, r1 - 1));
       RowSidecars<NT>(w, rb + i, c, sf + i * c.sfs, bs, bias[i]);
     }
     VF tot[R][NT];
@@ -229,9 +230,11 @@ void ByteRows(const Call& c, const float* x, int64_t ldx, const inkling::MatView
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t) tot[i][t] = hn::Zero(df);
     for (int64_t g = 0; g < ngroups; ++g) {
       const int64_t c0 = g * group;
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) {
-        hwy::Prefetch(ahead[i] + c0);
-        if (group > 64) hwy::Prefetch(ahead[i] + c0 + 64);
+      if (pf > 0) {
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i) {
+          hwy::Prefetch(ahead[i] + c0);
+          if (group > 64) hwy::Prefetch(ahead[i] + c0 + 64);
+        }
       }
       VF acc[C][R][NT];
       _Pragma("GCC unroll 2") for (int ch = 0; ch < C; ++ch)
@@ -268,7 +271,8 @@ void BytesPass(int nt, const Call& c, const float* x, int64_t ldx, const inkling
                int64_t r0, int64_t r1, float* y, int64_t ldy, float* sf) {
   switch (nt) {
     case 1:
-      return ByteRows<1, 4>(c, x, ldx, w, r0, r1, y, ldy, sf);
+      return ByteRows<1, 4>(c, x, ldx, w, r0, r1, y, ldy, sf,
+                            tuning(inkling::TuneParam::kBytesPrefetch));
     case 2:
       return ByteRows<2, 4>(c, x, ldx, w, r0, r1, y, ldy, sf);
     case 3:

@@ -25,6 +25,7 @@
 
 #include "base/dtype.h"
 #include "ops/formats.h"
+#include "ops/tuning.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_BF16DOT 1
@@ -152,9 +153,10 @@ INK_BF16DOT void fp4_block_scales(const MatView& w, int64_t r, int64_t nblocks, 
 }
 
 // Rows [r0, r1) in blocks of R rows for NT tokens.
+// The rows `pf` blocks ahead are prefetched as a block is read (0: none; decode tuning).
 template <int NT, int R, bool kFp4>
 INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
-                             float* y, int64_t ldy) {
+                             float* y, int64_t ldy, int pf = 1) {
   const int64_t ngroups = w.cols / w.group, gs = p.gs, xs = p.xs;
   const int64_t W = w.cols / 8, WG = w.group / 8, B = std::max<int64_t>(16, WG);
   int wg_shift = 0;
@@ -173,7 +175,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
-        rows_kernel<NT, 1, kFp4>(p, t0, w, rb, r1, y, ldy);
+        rows_kernel<NT, 1, kFp4>(p, t0, w, rb, r1, y, ldy, pf);
         return;
       }
     }
@@ -182,9 +184,9 @@ INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_
     float bias[R][NT];
     _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
       codes[i] = reinterpret_cast<const uint32_t*>(w.row(rb + i));
-      const int64_t rn = std::min(rb + R + i, r1 - 1);
+      const int64_t rn = std::min(rb + R * std::max(pf, 1) + i, r1 - 1);
       ahead[i] = reinterpret_cast<const char*>(w.row(rn));
-      bf16dot::prefetch_scales(w, rn, ngroups);
+      if (pf > 0) bf16dot::prefetch_scales(w, rn, ngroups);
       float* s = sfb + i * gs;
       float* bs = sfb + kRowsMax * gs;
       if constexpr (kFp4) {
@@ -215,7 +217,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_
         if (wi + 16 <= W) {
           _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
             cw[i] = _mm512_loadu_si512(codes[i] + wi);
-            _mm_prefetch(ahead[i] + 4 * wi, _MM_HINT_T0);
+            if (pf > 0) _mm_prefetch(ahead[i] + 4 * wi, _MM_HINT_T0);
           }
         } else {  // masked: never reads past the row
           const __mmask16 m = __mmask16((1u << (W - wi)) - 1u);
@@ -302,10 +304,18 @@ void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
 #if INKLING_HAVE_BF16DOT
   thread_local Prepared p;
   const bool fp4 = w.format == WeightFormat::kNvfp4;
-  if (n_tok == 1) {
+  if (n_tok == 1) {  // rows per block and prefetch distance from the decode tuning
     prepare(x, 1, ldx, w.cols, w.group, p);
-    fp4 ? rows_kernel<1, 4, true>(p, 0, w, r0, r1, y, ldy)
-        : rows_kernel<1, 4, false>(p, 0, w, r0, r1, y, ldy);
+    const int rows = tuning(TuneParam::kQ4Rows), pf = tuning(TuneParam::kQ4Prefetch);
+    if (rows >= 4)
+      fp4 ? rows_kernel<1, 4, true>(p, 0, w, r0, r1, y, ldy, pf)
+          : rows_kernel<1, 4, false>(p, 0, w, r0, r1, y, ldy, pf);
+    else if (rows >= 2)
+      fp4 ? rows_kernel<1, 2, true>(p, 0, w, r0, r1, y, ldy, pf)
+          : rows_kernel<1, 2, false>(p, 0, w, r0, r1, y, ldy, pf);
+    else
+      fp4 ? rows_kernel<1, 1, true>(p, 0, w, r0, r1, y, ldy, pf)
+          : rows_kernel<1, 1, false>(p, 0, w, r0, r1, y, ldy, pf);
     return;
   }
   // Every token prepared once; then blocks of rows (in L1) visited by each pair of tokens, so the

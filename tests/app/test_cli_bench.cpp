@@ -1,9 +1,12 @@
 // `inkling bench` run as a user runs it, on the bundled tiny checkpoint: the --json object has
 // every key the performance issue names, with finite positive values that agree with each other
-// (ratios recomputed from their parts), and bad arguments fail with a message.
+// (ratios recomputed from their parts), the host, kernels and decode tuning (from a file that
+// `inkling tune` wrote with a tiny budget, A/B against the defaults), and bad arguments fail
+// with a message.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -19,11 +22,33 @@ const std::string kModel = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/fu
 
 TEST(CliBench, JsonHasEveryRatioAndItsParts) {
   TempDir dir;
+  // `inkling tune` with a tiny budget writes a tuning file; bench runs with it (INKLING_TUNE)
+  // and A/Bs it against the defaults.
+  const std::string tf = dir.file("tune.json");
+  auto t = run_cli({"tune", "--budget", "0.05", "--mib", "2", "--formats", "bf16,q4", "-t", "2",
+                    "--out", tf, "--json"},
+                   dir.path(), 120);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const auto tj = nlohmann::json::parse(t.out);
+  EXPECT_EQ(tj["written"].get<std::string>(), tf);
+  EXPECT_LT(tj["seconds"].get<double>(), 20.0);
+  ASSERT_TRUE(tj["measured"].contains("q4")) << t.out;
+  setenv("INKLING_TUNE", tf.c_str(), 1);
   auto r = run_cli({"bench", "-m", kModel, "--prompt-tokens", "12", "--gen-tokens", "8",
-                    "--context", "40", "--threads", "2", "--json"},
+                    "--context", "40", "--threads", "2", "--ab-tuning", "default", "--json"},
                    dir.path(), 300);
+  unsetenv("INKLING_TUNE");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
+  // The host, the kernels and the tuning in effect (values and where they came from).
+  EXPECT_FALSE(j["host"]["cpu"].get<std::string>().empty());
+  EXPECT_TRUE(j["host"]["flags"].is_array());
+  EXPECT_FALSE(j["kernels"].empty());
+  EXPECT_EQ(j["tuning"]["source"].get<std::string>(), "file " + tf);
+  EXPECT_EQ(j["tuning"]["values"], tj["tuning"]);
+  EXPECT_EQ(j["tuning_ab"]["a"]["segments"].get<int>(), 1);
+  EXPECT_EQ(j["tuning_ab"]["b"]["source"].get<std::string>(), "default");
+  EXPECT_GT(j["tuning_ab"]["a_over_b"].get<double>(), 0);
   for (const char* key : {"prefill_tok_s", "decode_tok_s", "bandwidth_gbs", "fma_gflops",
                           "bytes_per_token", "flops_per_token", "decode_ratio", "prefill_ratio",
                           "bandwidth_gbs_interleaved", "decode_ratio_interleaved"}) {
@@ -54,6 +79,12 @@ TEST(CliBench, BadArgumentsFailWithAMessage) {
   r = run_cli({"bench", "-m", kModel, "--gen-tokens", "0"}, dir.path(), 60);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_FALSE(r.err.empty());
+  r = run_cli({"bench", "-m", kModel, "--ab-tuning", dir.file("missing.json")}, dir.path(), 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing.json"), std::string::npos) << r.err;
+  r = run_cli({"tune", "--formats", "q7", "--no-write"}, dir.path(), 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("q7"), std::string::npos) << r.err;
 }
 
 }  // namespace
