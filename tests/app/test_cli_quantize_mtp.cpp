@@ -16,6 +16,7 @@
 
 #include "../common/fixtures.h"
 #include "../common/run_cli.h"
+#include "../common/speculative_run.h"
 #include "../common/tmp_files.h"
 #include "inkling/engine.h"
 #include "inkling/speculative.h"
@@ -290,29 +291,7 @@ TEST(QuantizeMtp, RandomThreeDepthsOddShapesAndSeparateMtpFile) {
   EXPECT_EQ(e.size(), 3u);
 }
 
-std::vector<int32_t> spec_greedy(Engine& e, const std::vector<int32_t>& prompt, size_t n, int k,
-                                 SpeculativeStats* stats) {
-  auto session = e.new_session();
-  auto dec = SpeculativeDecoder::create(*session, k, 0);
-  EXPECT_TRUE(dec.ok()) << dec.status().message();
-  if (!dec.ok()) return {};
-  SamplingParams sp;
-  sp.temperature = 0;
-  Sampler sampler(sp);
-  sampler.set_prompt(prompt);
-  auto first = dec.value()->start(prompt, sampler);
-  EXPECT_TRUE(first.ok()) << first.status().message();
-  std::vector<int32_t> out{first.value()};
-  while (out.size() < n) {
-    auto toks = dec.value()->step(sampler);
-    EXPECT_TRUE(toks.ok()) << toks.status().message();
-    if (!toks.ok()) break;
-    out.insert(out.end(), toks->begin(), toks->end());
-  }
-  out.resize(n);
-  if (stats) *stats = dec.value()->stats();
-  return out;
-}
+using testing::spec_greedy;
 
 // Greedy speculative decoding with quantized depths is plain greedy (the trunk verifies every
 // token); K = 2 runs both depths. The acceptance of 8-bit and 4-bit depths is printed (bf16:

@@ -12,6 +12,7 @@
 
 #include "../common/fixtures.h"
 #include "../common/sanitizers.h"
+#include "../common/speculative_run.h"
 #include "inkling/speculative.h"
 #include "model/mtp.h"
 
@@ -28,29 +29,7 @@ std::vector<int32_t> plain_greedy(Engine& e, const std::vector<int32_t>& prompt,
   return testing::greedy_ids(e, prompt, n);
 }
 
-std::vector<int32_t> spec_greedy(Engine& e, const std::vector<int32_t>& prompt, size_t n, int k,
-                                 SpeculativeStats* stats = nullptr, int64_t draft_vocab = 0) {
-  auto session = e.new_session();
-  auto dec = SpeculativeDecoder::create(*session, k, draft_vocab);
-  EXPECT_TRUE(dec.ok()) << dec.status().message();
-  if (!dec.ok()) return {};
-  SamplingParams sp;
-  sp.temperature = 0;
-  Sampler sampler(sp);
-  sampler.set_prompt(prompt);
-  auto first = dec.value()->start(prompt, sampler);
-  EXPECT_TRUE(first.ok()) << first.status().message();
-  std::vector<int32_t> out{first.value()};
-  while (out.size() < n) {
-    auto toks = dec.value()->step(sampler);
-    EXPECT_TRUE(toks.ok()) << toks.status().message();
-    if (!toks.ok()) break;
-    out.insert(out.end(), toks->begin(), toks->end());
-  }
-  out.resize(n);
-  if (stats) *stats = dec.value()->stats();
-  return out;
-}
+using testing::spec_greedy;
 
 void print_stats(const char* what, int k, const SpeculativeStats& st) {
   std::printf("[spec] %s K=%d: %.2f tokens/round, acceptance", what, k, st.tokens_per_round());

@@ -58,8 +58,8 @@ struct TileShape {
 // Tokens, rows and columns off the 32-multiples, several column blocks (256) and row blocks (32),
 // row bands, strided rows.
 const TileShape kShapes[] = {{17, 16, 32, 32, 0, 16},   {33, 45, 300, 307, 0, 45},
-                         {40, 70, 600, 600, 5, 61}, {64, 32, 64, 70, 0, 32},
-                         {19, 3, 31, 31, 1, 3},     {50, 33, 513, 520, 0, 33}};
+                             {40, 70, 600, 600, 5, 61}, {64, 32, 64, 70, 0, 32},
+                             {19, 3, 31, 31, 1, 3},     {50, 33, 513, 520, 0, 33}};
 
 // Runs fn and the twin on each shape; bitwise or within `tol` of sum |x w|. Rows outside the
 // band stay untouched. Also checks the twin against the plain f32 product.
