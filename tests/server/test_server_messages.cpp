@@ -14,30 +14,12 @@
 #include "server/messages_api.h"
 #include "server/sse.h"
 #include "server_process.h"
+#include "test_scripts.h"
 
 namespace inkling {
 namespace {
 
 using nlohmann::json;
-
-std::string write_messages_script() {
-  const std::string path = INKLING_BINARY_DIR "/server_messages_script.json";
-  json s = json::array();
-  s.push_back(
-      {{"when", "sunny-21C"},
-       {"output", "<|content_text|>It is sunny.<|end_message|><|content_model_end_sampling|>"}});
-  s.push_back({{"when", "weather in Paris"},
-               {"output",
-                "<|content_thinking|>Let me check.<|end_message|><|message_model|>get_weather"
-                "<|content_invoke_tool_json|>{\"name\":\"get_weather\",\"args\":{ \"city\": "
-                "\"Paris\"}}<|end_message|><|content_model_end_sampling|>"}});
-  s.push_back({{"when", "poem"},
-               {"output",
-                "<|content_thinking|>Rhyme.<|end_message|><|message_model|><|content_text|>"
-                "Roses are red<|end_message|><|content_model_end_sampling|>"}});
-  testing::write_file_atomically(path, s.dump());
-  return path;
-}
 
 json tools() {
   return json::array(
@@ -53,7 +35,9 @@ json user_msg(const std::string& text) {
 class ServerMessages : public testing::SharedServerTest<ServerMessages> {
  public:
   static std::vector<std::string> server_args() {
-    return {"--parallel", "2", "--ctx-size", "512", "--test-script", write_messages_script()};
+    return {"--parallel",    "2",
+            "--ctx-size",    "512",
+            "--test-script", testing::write_weather_script("server_messages_script.json")};
   }
 
  protected:

@@ -16,6 +16,7 @@
 #include "client_helpers.h"
 #include "server/sse.h"
 #include "server_process.h"
+#include "test_scripts.h"
 
 namespace inkling {
 namespace {
@@ -23,25 +24,14 @@ namespace {
 using nlohmann::json;
 
 std::string write_tools_script() {
-  const std::string path = INKLING_BINARY_DIR "/server_tools_script.json";
-  json s = json::array();
-  // The space after "args":{ keeps the tokens of a forced named-call prefix aligned with these.
   // "when" is matched against the whole rendered prompt, tool definitions included.
-  s.push_back({{"when", "weather in Paris"},
-               {"output",
-                "<|content_thinking|>Let me check.<|end_message|><|message_model|>get_weather"
-                "<|content_invoke_tool_json|>{\"name\":\"get_weather\",\"args\":{ \"city\": "
-                "\"Paris\"}}<|end_message|><|content_model_end_sampling|>"}});
-  s.push_back({{"when", "poem"},
-               {"output",
-                "<|content_thinking|>Rhyme.<|end_message|><|message_model|><|content_text|>"
-                "Roses are red<|end_message|><|content_model_end_sampling|>"}});
-  s.push_back({{"when", "twice"},
-               {"output",
-                "<|content_text|>one<|end_message|><|content_model_end_sampling|><|message_model|>"
-                "<|content_text|> two<|end_message|><|content_model_end_sampling|>"}});
-  testing::write_file_atomically(path, s.dump());
-  return path;
+  return testing::write_test_script(
+      "server_tools_script.json",
+      {{"weather in Paris", testing::kScriptWeatherCall},
+       {"poem", testing::kScriptPoem},
+       {"twice",
+        "<|content_text|>one<|end_message|><|content_model_end_sampling|><|message_model|>"
+        "<|content_text|> two<|end_message|><|content_model_end_sampling|>"}});
 }
 
 json tool_list() {
