@@ -63,7 +63,7 @@ std::vector<DecodeTuning> settings() {
 }
 
 // One token through matmul() (pool of 2) under each setting: bitwise the defaults' result.
-void expect_invariant(const MatView& w, const std::string& what) {
+void expect_tuning_invariant(const MatView& w, const std::string& what) {
   ThreadPool pool(2);
   const auto x = testing::randn(size_t(w.cols), 17);
   std::vector<float> want(size_t(w.rows)), got(size_t(w.rows));
@@ -100,16 +100,16 @@ TEST_F(Tuning, EverySettingGivesBitwiseTheDefaultResults) {
       MatView v;
       v.dtype = dt, v.data = bytes.data(), v.rows = rows, v.cols = cols, v.row_stride = cols;
       ASSERT_TRUE(bind_kernels(v));
-      expect_invariant(v, std::string(dtype_name(dt)) + tag);
+      expect_tuning_invariant(v, std::string(dtype_name(dt)) + tag);
     }
     for (int bits : {2, 3, 4, 5, 6, 8}) {
       QMat q = testing::make_affine(rows, cols, bits, 64, DType::BF16, 1, rng);
       ASSERT_TRUE(bind_kernels(q.view));
-      expect_invariant(q.view, "affine q" + std::to_string(bits) + tag);
+      expect_tuning_invariant(q.view, "affine q" + std::to_string(bits) + tag);
     }
     QMat n = testing::make_nvfp4(rows, cols, 1, rng);
     ASSERT_TRUE(bind_kernels(n.view));
-    expect_invariant(n.view, "nvfp4" + tag);
+    expect_tuning_invariant(n.view, "nvfp4" + tag);
   }
   set_q4_bf16dot_enabled(true);
 }
