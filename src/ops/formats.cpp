@@ -14,6 +14,7 @@
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
 #include "ops/quant_affine_bf16dot.h"
+#include "ops/quant_affine_vnni.h"
 #include "ops/quant_affine_words.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
@@ -32,6 +33,8 @@ constexpr Kernel kHwyGemmQ4{"hwy gemm q4", hwy_gemm_rows};
 constexpr Kernel kBf16DotQ4{"avx512-bf16 q4", q4_bf16dot_rows};
 constexpr Kernel kHwyAffineWords{"hwy affine words", affine_words_rows};
 constexpr Kernel kBf16DotAffine{"avx512-bf16 affine", affine_bf16dot_rows};
+constexpr Kernel kVnniQ4{"avx512-vnni q4", affine_vnni_rows};
+constexpr Kernel kVnniQ8{"avx512-vnni q8", affine_vnni_rows};
 
 // Affine widths other than 4 and 8 with AVX512-BF16 + VBMI take affine_bf16dot_rows for 1..16
 // tokens, affine 4-bit and NVFP4 q4_bf16dot_rows: one kernel per view for every token count up
@@ -117,12 +120,17 @@ constexpr KernelSet kAffine4[2][2] = {{{{kHwyQuant, kHwyQuant, kHwyQuant}, affin
                                        {{kHwyQuant, kHwyQuant, kHwyGemmQ4}, affine_dequant_row}},
                                       {{{kBf16DotQ4, kBf16DotQ4, kHwyQuant}, affine_dequant_row},
                                        {{kBf16DotQ4, kBf16DotQ4, kHwyGemmQ4}, affine_dequant_row}}};
+// Affine 4-bit with AVX512-VNNI (quant_affine_vnni.h: x in int8 parts) for 1..16 tokens; [gemm q4].
+constexpr KernelSet kAffine4Vnni[2] = {{{kVnniQ4, kVnniQ4, kHwyQuant}, affine_dequant_row},
+                                       {{kVnniQ4, kVnniQ4, kHwyGemmQ4}, affine_dequant_row}};
 // 8-bit with a group the word-lane kernels do not take (other than 32, 64, 128).
 constexpr KernelSet kAffine8{{kHwyQuant, kHwyQuant, kHwyQuant}, affine_dequant_row};
 // 8 bits, groups 32/64/128: byte loads for 1-31 tokens, the gemm for 32+ (8-bit codes are not
 // bf16 numbers once offset, so no AVX512-BF16 kernel).
 constexpr KernelSet kAffineBytes{{kHwyAffineBytes, kHwyAffineBytes, kAffineBytesGemm},
                                  affine_dequant_row};
+// The same with AVX512-VNNI for 1..16 tokens (the codes are already bytes).
+constexpr KernelSet kAffineBytesVnni{{kVnniQ8, kVnniQ8, kAffineBytesGemm}, affine_dequant_row};
 // Every other MLX width (1, 2, 3, 5, 6 bits): the word-lane kernels, the gemm on tiles
 // dequantized once for 32+ tokens; with AVX512-BF16 + VBMI that kernel for 1-16 tokens.
 constexpr KernelSet kAffineWords[2] = {
@@ -139,12 +147,19 @@ bool bf16dot_for(const MatView& w) {
   return q4_bf16dot_enabled() && q4_bf16dot_handles(w, 1);
 }
 
+// The VNNI kernel takes a view for every token count 1..16 exactly when it takes it for 1.
+bool vnni_for(const MatView& w) {
+  return affine_vnni_enabled() && affine_vnni_handles(w, 1);
+}
+
 const KernelSet* select_affine4(const MatView& w) {
   if (!groups_fit(w)) return nullptr;
+  if (vnni_for(w)) return &kAffine4Vnni[hwy_gemm_q4_supported(w)];
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
 const KernelSet* select_affine8(const MatView& w) {
-  if (affine_words_supported(w) && hwy_gemm_affine_supported(w)) return &kAffineBytes;
+  if (affine_words_supported(w) && hwy_gemm_affine_supported(w))
+    return vnni_for(w) ? &kAffineBytesVnni : &kAffineBytes;
   return groups_fit(w) ? &kAffine8 : nullptr;
 }
 const KernelSet* select_affine_words(const MatView& w) {

@@ -13,8 +13,10 @@
 
 #include "base/dtype.h"
 #include "ops/formats.h"
+#include "ops/matmul.h"
 #include "ops/quant.h"
 #include "ops/quant_matmul.h"
+#include "ops/quant_affine_vnni.h"
 #include "ops/quant_q4_bf16dot.h"
 
 namespace inkling::testing {
@@ -107,6 +109,8 @@ inline float abs_scale(const MatView& w, int64_t r, int64_t g) {
 // kernel sums (offset + q) * x per group and removes offset * s * sum(x) afterwards, so its f32
 // rounding scales with sum |x| (|w| + offset |s|) (0 for kernels that do not). `kernel`: the
 // kernel under test (matmul_rows: whatever the registry picks for the view).
+// The AVX512-VNNI kernel (x in int8 parts: not within that tolerance of the exact product) is
+// compared bitwise with its own twin instead, also when the registry picks it (matmul_rows).
 inline void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const std::string& what,
                     float offset = 0.f, float x_scale = 1.f,
                     RowsKernel kernel = quant_matmul_rows) {
@@ -116,6 +120,12 @@ inline void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const st
   for (auto& v : x) v = nd(rng);
   std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got), absw(got);
   kernel(x.data(), n_tok, ldx, w, 0, w.rows, got.data(), ldy);
+  if (kernel == affine_vnni_rows ||
+      (kernel == matmul_rows && kernels_of(w).for_tokens(n_tok).rows == affine_vnni_rows)) {
+    affine_vnni_rows_ref(x.data(), n_tok, ldx, w, 0, w.rows, want.data(), ldy);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << what << " (vnni twin)";
+    return;
+  }
   quant_matmul_rows_ref(x.data(), n_tok, ldx, w, 0, w.rows, want.data(), ldy);
   // Tolerance from sum |x| |w| per output (f32 accumulation over cols terms).
   std::vector<float> row(size_t(w.cols));
@@ -136,8 +146,14 @@ inline void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const st
 
 // Runs the portable (Highway) kernels for the rest of a test, even where the CPU has AVX512-BF16.
 struct PortableKernelsOnly {
-  PortableKernelsOnly() { set_q4_bf16dot_enabled(false); }
-  ~PortableKernelsOnly() { set_q4_bf16dot_enabled(true); }
+  PortableKernelsOnly() { set_q4_bf16dot_enabled(false), set_affine_vnni_enabled(false); }
+  ~PortableKernelsOnly() { set_q4_bf16dot_enabled(true), set_affine_vnni_enabled(true); }
+};
+
+// Today's kernels without the AVX512-VNNI one (INKLING_NO_VNNI=1): AVX512-BF16 for 4 bits.
+struct NoVnniKernel {
+  NoVnniKernel() { set_affine_vnni_enabled(false); }
+  ~NoVnniKernel() { set_affine_vnni_enabled(true); }
 };
 
 }  // namespace inkling::testing

@@ -16,6 +16,7 @@
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
 #include "ops/quant_affine_bf16dot.h"
+#include "ops/quant_affine_vnni.h"
 #include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
@@ -143,15 +144,20 @@ TEST(Formats, BindsKernelsPerShapeClass) {
   ASSERT_TRUE(bind_kernels(q4.view) && bind_kernels(q8.view) && bind_kernels(fp4.view));
   const bool bf = q4_bf16dot_enabled();
   std::printf("[formats] bf16-dot kernel %s\n", bf ? "on" : "off (CPU or INKLING_NO_BF16DOT)");
-  EXPECT_STREQ(q4.view.kernels->for_tokens(1).name, bf ? "avx512-bf16 q4" : "hwy quant");
+  // AVX512-VNNI (x in int8 parts) for 4- and 8-bit affine where the CPU has it.
+  const bool vn = affine_vnni_enabled();
+  std::printf("[formats] vnni kernel %s\n", vn ? "on" : "off (CPU or INKLING_NO_VNNI)");
+  const char* q4_name = vn ? "avx512-vnni q4" : bf ? "avx512-bf16 q4" : "hwy quant";
+  const char* q8_name = vn ? "avx512-vnni q8" : "hwy affine bytes";
+  EXPECT_STREQ(q4.view.kernels->for_tokens(1).name, q4_name);
   EXPECT_STREQ(fp4.view.kernels->for_tokens(5).name, bf ? "avx512-bf16 q4" : "hwy quant");
   // Row-count invariance (formats.h): one kernel for every token count up to 16.
   for (int64_t n : {2, 7, 8, 16}) {
-    EXPECT_STREQ(q4.view.kernels->for_tokens(n).name, bf ? "avx512-bf16 q4" : "hwy quant") << n;
+    EXPECT_STREQ(q4.view.kernels->for_tokens(n).name, q4_name) << n;
     EXPECT_STREQ(fp4.view.kernels->for_tokens(n).name, bf ? "avx512-bf16 q4" : "hwy quant") << n;
-    EXPECT_STREQ(q8.view.kernels->for_tokens(n).name, "hwy affine bytes") << n;
+    EXPECT_STREQ(q8.view.kernels->for_tokens(n).name, q8_name) << n;
   }
-  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, "hwy affine bytes");
+  EXPECT_STREQ(q8.view.kernels->for_tokens(1).name, q8_name);
   EXPECT_STREQ(q8.view.kernels->for_tokens(64).name,
                "hwy affine bytes (17-31 tokens) / hwy gemm affine");
   EXPECT_STREQ(q4.view.kernels->for_tokens(64).name,

@@ -93,6 +93,14 @@ void every_format(std::mt19937& rng, const char* mode) {
 
 TEST(RowInvariance, EveryFormatGivesEachTokenItsOwnBits) {
   std::mt19937 rng(5);
+  every_format(rng, affine_vnni_enabled()  ? "avx512-vnni + bf16"
+                    : q4_bf16dot_enabled() ? "avx512-bf16"
+                                           : "portable");
+}
+
+TEST(RowInvariance, WithoutTheVnniKernel) {  // INKLING_NO_VNNI=1: AVX512-BF16 for 4 bits
+  testing::NoVnniKernel off;
+  std::mt19937 rng(7);
   every_format(rng, q4_bf16dot_enabled() ? "avx512-bf16" : "portable");
 }
 

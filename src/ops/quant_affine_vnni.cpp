@@ -1,0 +1,317 @@
+// AVX512-VNNI kernel for MLX affine 4- and 8-bit codes (see quant_affine_vnni.h for the method and
+// the layout). x is split once per call (affine_vnni_split) and packed per 64-byte chunk of codes:
+// for each part, for each code vector of the chunk, the 64 s8 parts of the columns its bytes hold.
+// Per span and row: the chunks' code vectors meet part a in VPDPBUSD, the i32 sums are shifted
+// left by 8 and part c is added by VPDPBUSD into the same registers (exact: |sum| < 2^27), then
+// converted to f32, multiplied by the lane's 2^(E-8) and accumulated with the lane's group scale.
+#include "ops/quant_affine_vnni.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "base/dtype.h"
+#include "ops/formats.h"
+#include "ops/tuning.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INKLING_HAVE_VNNI 1
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see quant_q4_bf16dot.cpp
+#endif
+#include <immintrin.h>
+#else
+#define INKLING_HAVE_VNNI 0
+#endif
+
+namespace inkling {
+
+bool affine_vnni_handles(const MatView& w, int64_t n_tok) {
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kAffine &&
+         (w.bits == 4 || w.bits == 8) && (w.group == 32 || w.group == 64 || w.group == 128) &&
+         w.cols % w.group == 0 && w.scales && w.biases;
+}
+
+namespace {
+
+std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the environment)
+
+#if INKLING_HAVE_VNNI
+
+#define INK_VNNI \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+constexpr int kMaxTok = 2;  // tokens per pass over a block of rows
+constexpr int kRowsMax = 4;
+
+// x of the call's tokens in the kernel's order, their group sums and scratch for row sidecars.
+struct Prepared {
+  std::vector<int8_t> xq;  // [nt][xs]: per chunk, kVnniParts x V x 64 parts
+  std::vector<float> fac;  // [nt][fs]: per span, 16 lane factors 2^(E-8)
+  std::vector<float> xsum;  // [nt][gs], zero padded
+  std::vector<float> sf;    // kRowsMax scale rows + kRowsMax bias rows, gs each
+  std::vector<int8_t> nat;  // natural-order parts of one token (split scratch)
+  int64_t xs = 0, fs = 0, gs = 0;
+  // What the above were made from (consecutive products with the same activations, gate and up
+  // or every expert a token visits, reuse them; a copy is compared, never a pointer).
+  std::vector<float> src;
+  int nt = 0, bits = 0;
+  int64_t cols = 0, group = 0;
+};
+
+void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_t group,
+             Prepared& p) {
+  const size_t n = size_t(cols);
+  bool same = p.nt == nt && p.cols == cols && p.group == group && p.bits == bits;
+  for (int t = 0; same && t < nt; ++t)
+    same = std::memcmp(p.src.data() + size_t(t) * n, x + t * ldx, n * sizeof(float)) == 0;
+  if (same) return;
+  p.nt = nt, p.cols = cols, p.group = group, p.bits = bits;
+  if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
+  for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
+  const int64_t V = 8 / bits, C = 64 * V, chunks = (cols + C - 1) / C;
+  const int64_t span = affine_vnni_span(bits, int(group)), spans = (cols + span - 1) / span;
+  // Whole spans of chunks (a span is 1 or 2 chunks), so a partial last span reads zeros.
+  const int64_t chunks_padded = spans * (span / C);
+  (void)chunks;
+  p.xs = chunks_padded * kVnniParts * V * 64;
+  p.fs = spans * 16;
+  p.gs = cols / group + 16;
+  if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
+  if (p.fac.size() < size_t(nt * p.fs)) p.fac.resize(size_t(nt * p.fs));
+  if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
+  if (p.sf.size() < size_t(2 * kRowsMax * p.gs)) p.sf.resize(size_t(2 * kRowsMax * p.gs));
+  if (p.nat.size() < 3 * n) p.nat.resize(3 * n);
+  int8_t* part[3] = {p.nat.data(), p.nat.data() + n, p.nat.data() + 2 * n};
+  for (int t = 0; t < nt; ++t) {
+    const float* in = x + t * ldx;
+    float* xs = p.xsum.data() + t * p.gs;
+    for (int64_t g = 0; g < p.gs; ++g) xs[g] = 0.f;
+    for (int64_t c = 0; c < cols; ++c) xs[c / group] += in[c];
+    affine_vnni_split(in, cols, bits, int(group), kVnniParts, part[0], part[1], part[2],
+                      p.fac.data() + t * p.fs);
+    int8_t* o = p.xq.data() + t * p.xs;
+    for (int64_t ch = 0; ch < chunks_padded; ++ch)
+      for (int pt = 0; pt < kVnniParts; ++pt)
+        for (int64_t v = 0; v < V; ++v)
+          for (int64_t i = 0; i < 64; ++i) {
+            const int64_t c = ch * C + V * i + v;  // byte i of code vector v
+            o[((ch * kVnniParts + pt) * V + v) * 64 + i] = c < cols ? part[pt][c] : int8_t(0);
+          }
+  }
+}
+
+INK_VNNI inline __mmask64 bytes_mask(int64_t n) {
+  return n >= 64 ? ~__mmask64(0) : (n <= 0 ? __mmask64(0) : (__mmask64(1) << n) - 1);
+}
+
+// Row r's group scales and biases as f32 (zero padded to gs).
+INK_VNNI inline void row_sidecars(const MatView& w, int64_t r, int64_t ngroups, int64_t gs,
+                                  float* s, float* b) {
+  const size_t ssz = dtype_size(w.scale_dtype);
+  const uint8_t* srow = w.scales + size_t(r * w.scale_stride) * ssz;
+  const uint8_t* brow = w.biases + size_t(r * w.scale_stride) * ssz;
+  if (w.scale_dtype == DType::BF16) {
+    const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
+    const uint16_t* b16 = reinterpret_cast<const uint16_t*>(brow);
+    for (int64_t g = 0; g < ngroups; g += 16) {
+      const __mmask16 m = __mmask16((1u << std::min<int64_t>(16, ngroups - g)) - 1u);
+      _mm512_storeu_ps(s + g, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                  _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s16 + g)), 16)));
+      _mm512_storeu_ps(b + g, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                  _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b16 + g)), 16)));
+    }
+  } else {
+    for (int64_t g = 0; g < ngroups; ++g) {
+      s[g] = load_as_f32(w.scale_dtype, srow, size_t(g));
+      b[g] = load_as_f32(w.scale_dtype, brow, size_t(g));
+    }
+  }
+  for (int64_t g = ngroups; g < gs; ++g) s[g] = b[g] = 0.f;
+}
+
+INK_VNNI inline void prefetch_sidecars(const MatView& w, int64_t r, int64_t ngroups) {
+  const size_t ssz = dtype_size(w.scale_dtype), off = size_t(r * w.scale_stride) * ssz;
+  for (size_t b = 0; b < size_t(ngroups) * ssz; b += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.scales + off + b), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w.biases + off + b), _MM_HINT_T0);
+  }
+}
+
+// Rows [r0, r1) in blocks of R rows for NT tokens [t0, t0 + NT) of p; kCps chunks per span.
+// pf: the rows pf blocks ahead are prefetched as a block is read (0: none; decode tuning).
+template <int kBits, int kCps, int NT, int R>
+INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
+                          float* y, int64_t ldy, int pf) {
+  constexpr int V = 8 / kBits;
+  constexpr int64_t kSpanBytes = 64 * kCps;
+  constexpr int64_t kXSpan = int64_t(kCps) * kVnniParts * V * 64;  // parts bytes per span
+  const int64_t ngroups = w.cols / w.group, gs = p.gs;
+  const int64_t span = affine_vnni_span(kBits, w.group), spans = (w.cols + span - 1) / span;
+  const int64_t gps = span / w.group;  // groups per span: 1, 2 or 4
+  const int64_t row_bytes = w.cols * kBits / 8;
+  alignas(64) int32_t idx_arr[16];
+  for (int k = 0; k < 16; ++k)
+    idx_arr[k] = int32_t(affine_vnni_lane_col(kBits, span, k, 0) / w.group);
+  const __m512i idx = _mm512_load_si512(idx_arr);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  float* sfb = const_cast<float*>(p.sf.data());
+  for (int64_t rb = r0; rb < r1; rb += R) {
+    if constexpr (R > 1) {
+      if (rb + R > r1) {
+        rows_kernel<kBits, kCps, NT, 1>(p, t0, w, rb, r1, y, ldy, pf);
+        return;
+      }
+    }
+    const uint8_t* codes[R];
+    const char* ahead[R];  // the same row of a block further on: prefetched as this is read
+    float bias[R][NT];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+      codes[i] = w.row(rb + i);
+      const int64_t rn = std::min(rb + R * std::max(pf, 1) + i, r1 - 1);
+      ahead[i] = reinterpret_cast<const char*>(w.row(rn));
+      if (pf > 0) prefetch_sidecars(w, rn, ngroups);
+      float* s = sfb + i * gs;
+      float* b = sfb + (kRowsMax + i) * gs;
+      row_sidecars(w, rb + i, ngroups, gs, s, b);
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+        const float* xsum = p.xsum.data() + (t0 + t) * gs;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t g = 0; g < ngroups; g += 16)
+          a = _mm512_fmadd_ps(_mm512_loadu_ps(b + g), _mm512_loadu_ps(xsum + g), a);
+        alignas(64) float lanes[16];
+        _mm512_store_ps(lanes, a);
+        bias[i][t] = vnni_sum16(lanes);
+      }
+    }
+    __m512 tot[R][NT];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) tot[i][t] = _mm512_setzero_ps();
+    for (int64_t sp = 0; sp < spans; ++sp) {
+      // The span's code vectors of every row (masked loads: never past the row's end).
+      __m512i q[kCps][V][R];
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+        _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch) {
+          const int64_t off = sp * kSpanBytes + ch * 64;
+          const __m512i raw = _mm512_maskz_loadu_epi8(bytes_mask(row_bytes - off), codes[i] + off);
+          if (pf > 0) _mm_prefetch(ahead[i] + off, _MM_HINT_T0);
+          if constexpr (V == 1) {
+            q[ch][0][i] = raw;
+          } else {
+            q[ch][0][i] = _mm512_and_si512(raw, low4);
+            q[ch][V - 1][i] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+          }
+        }
+      }
+      __m512 sv[R];
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+        const float* s = sfb + i * gs + sp * gps;
+        sv[i] = gps > 1 ? _mm512_permutexvar_ps(idx, _mm512_loadu_ps(s)) : _mm512_set1_ps(s[0]);
+      }
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+        const int8_t* xb = p.xq.data() + (t0 + t) * p.xs + sp * kXSpan;
+        __m512i xa[kCps][V], xc[kCps][V];
+        _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) {
+          xa[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 0) * V + v) * 64);
+          xc[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 1) * V + v) * 64);
+        }
+        const __m512 fac = _mm512_loadu_ps(p.fac.data() + (t0 + t) * p.fs + sp * 16);
+        _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
+          __m512i acc = _mm512_setzero_si512();
+          _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
+              _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) acc =
+                  _mm512_dpbusd_epi32(acc, q[ch][v][i], xa[ch][v]);
+          acc = _mm512_slli_epi32(acc, 8);
+          _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
+              _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) acc =
+                  _mm512_dpbusd_epi32(acc, q[ch][v][i], xc[ch][v]);
+          const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), fac);
+          tot[i][t] = _mm512_fmadd_ps(f, sv[i], tot[i][t]);
+        }
+      }
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i)
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, tot[i][t]);
+      y[t * ldy + rb + i] = vnni_sum16(lanes) + bias[i][t];
+    }
+  }
+}
+
+// Tokens [t0, t0 + nt) (nt 1 or 2) of p over rows [r0, r1).
+template <int kBits, int kCps>
+void pass(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64_t r1, float* y,
+          int64_t ldy, int pf) {
+  if (nt == 1)
+    rows_kernel<kBits, kCps, 1, 4>(p, t0, w, r0, r1, y, ldy, pf);
+  else
+    rows_kernel<kBits, kCps, 2, 2>(p, t0, w, r0, r1, y, ldy, pf);
+}
+
+bool cpu_has_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
+#endif  // INKLING_HAVE_VNNI
+
+}  // namespace
+
+bool affine_vnni_available() {
+#if INKLING_HAVE_VNNI
+  static const bool has = cpu_has_vnni();
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool affine_vnni_enabled() {
+  int e = g_enabled.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* off = std::getenv("INKLING_NO_VNNI");
+    e = affine_vnni_available() && !(off && *off && std::strcmp(off, "0") != 0) ? 1 : 0;
+    g_enabled.store(e, std::memory_order_relaxed);
+  }
+  return e == 1;
+}
+
+void set_affine_vnni_enabled(bool on) {
+  g_enabled.store(on && affine_vnni_available() ? 1 : 0, std::memory_order_relaxed);
+}
+
+void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                      int64_t r1, float* y, int64_t ldy) {
+#if INKLING_HAVE_VNNI
+  thread_local Prepared p;
+  prepare(x, int(n_tok), ldx, w.cols, w.bits, w.group, p);
+  const bool q8 = w.bits == 8;
+  const int pf = tuning(q8 ? TuneParam::kBytesPrefetch : TuneParam::kQ4Prefetch);
+  // One token: every row in one pass. More: blocks of rows (in L1) visited by each pair of
+  // tokens, so the codes come from memory once. A (row, token) result depends on neither.
+  const int64_t block = n_tok == 1 ? r1 - r0 : 16;
+  for (int64_t rb = r0; rb < r1; rb += block) {
+    const int64_t re = std::min(r1, rb + block);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+      const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
+      float* yb = y + t0 * ldy;
+      if (!q8)
+        pass<4, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+      else if (w.group == 128)
+        pass<8, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+      else
+        pass<8, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+    }
+  }
+#else
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
+#endif
+}
+
+}  // namespace inkling

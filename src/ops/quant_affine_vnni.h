@@ -1,0 +1,79 @@
+// MLX affine 4- and 8-bit products for 1..16 tokens on CPUs with AVX512-VNNI (Zen 4, Ice Lake
+// server / Sapphire Rapids and later). Per group, y = s * sum(q x) + b * sum(x); the code sums
+// sum(q x) are done in integers: x is split, per lane set of 4 or 8 columns (below), into int8
+// parts with a power-of-two block scale, x ~= 2^E (a + 2^-8 c [+ 2^-16 d]), and VPDPBUSD
+// multiplies the u8 codes with the s8 parts (64 products per instruction, twice VDPBF16PS's 32).
+// The integer sums are exact; each group's sum is converted to f32, scaled by 2^(E-8) and the
+// group scale, and accumulated in a fixed order, so the scalar twin below gives the same bits.
+// The bias term b * sum(x) uses the f32 group sums of x, as every other affine kernel does.
+// The only rounding beyond f32 accumulation is the split of x (DESIGN rule 12): with 2 parts
+// each element is within 2^(E-9) of x, where 2^E ~ max |x| of its lane set / 64..126.
+//
+// Layout. A 64-byte chunk of a row's codes holds 64 columns (8 bits) or 128 (4 bits: the low
+// nibbles are the even columns, the high nibbles the odd ones, each made a byte vector by one
+// AND / shift + AND). i32 lane k of a VPDPBUSD adds the 4 bytes 4k..4k+3. A span is max(chunk,
+// group) columns: its integer sums are converted once, so lane k of a span accumulates the
+// columns (chunk j, code vector v, byte 4k + m), m < 4: 4 columns (8 bits, groups 32/64), or 8
+// (8 bits group 128: two chunks; 4 bits: two nibble vectors). Those columns share one exponent E
+// (their "lane set"); they always lie in one group.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/weight_view.h"
+
+namespace inkling {
+
+// Parts of the split of x used by the kernel (2: a + 2^-8 c).
+constexpr int kVnniParts = 2;
+
+// True when this binary has the kernel and the CPU can run it (AVX512F/BW/DQ/VL + VNNI).
+bool affine_vnni_available();
+
+// Whether the registry binds it: available and not turned off by set_affine_vnni_enabled(false)
+// or the environment variable INKLING_NO_VNNI=1 (then today's kernels run: AVX512-BF16 for 4
+// bits, the Highway byte kernel for 8).
+bool affine_vnni_enabled();
+void set_affine_vnni_enabled(bool on);
+
+// Affine views of 4 or 8 bits with a group of 32, 64 or 128 columns dividing the row, scales and
+// biases, for 1..16 tokens (kFewMaxTokens).
+bool affine_vnni_handles(const MatView& w, int64_t n_tok);
+
+// y[t * ldy + r] = sum_c x[t * ldx + c] * W[r, c] for rows [r0, r1), t < n_tok. Requires
+// available() and handles(w, n_tok). Single-threaded. Per (row, token) the same instructions on
+// the same values whatever n_tok and the rows (row-count invariance, ops/formats.h).
+void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                      int64_t r1, float* y, int64_t ldy);
+
+// The scalar twin: the same split (affine_vnni_split), plain integer sums per lane set, the same
+// f32 steps (std::fma where the kernel fuses) and the same final reduction: bitwise equal to
+// affine_vnni_rows on every input. Any host.
+void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                          int64_t r1, float* y, int64_t ldy, int parts = kVnniParts);
+
+// Columns per span of a view: max(64 * 8 / bits, group).
+int64_t affine_vnni_span(int bits, int group);
+
+// Column of a span's lane set: lane k (< 16), member j (< span / 16), for a span starting at 0.
+int64_t affine_vnni_lane_col(int bits, int64_t span, int k, int j);
+
+// The split of one token's x (cols columns, natural order) into `parts` (2 or 3) int8 arrays
+// a, c, d (d unused with 2 parts) and per span and lane the factor 2^(E-8) (fac[span * 16 + k]).
+// Per lane set: M = max |x|; E is the smallest exponent with round(M 2^-E) <= 126 (at least -140;
+// 0 when M is 0); a = round(x 2^-E), c = round(256 (x 2^-E - a)) (c = 128 is carried into a as
+// c = -128), d = round(256 (256 (x 2^-E - a) - c)) clamped to 127. Non-finite M: parts 0 and a
+// NaN factor (the products become NaN). Columns past cols (a partial last span) get 0.
+void affine_vnni_split(const float* x, int64_t cols, int bits, int group, int parts, int8_t* a,
+                       int8_t* c, int8_t* d, float* fac);
+
+// The fixed order the kernel and its twin reduce 16 f32 lanes in.
+inline float vnni_sum16(const float* v) {
+  float t[8];
+  for (int k = 0; k < 8; ++k) t[k] = v[k] + v[k + 8];
+  for (int k = 0; k < 4; ++k) t[k] = t[k] + t[k + 4];
+  for (int k = 0; k < 2; ++k) t[k] = t[k] + t[k + 2];
+  return t[0] + t[1];
+}
+
+}  // namespace inkling
