@@ -3,7 +3,8 @@
 // for each part, for each code vector of the chunk, the 64 s8 parts of the columns its bytes hold.
 // Per span and row: the chunks' code vectors meet part a in VPDPBUSD, the i32 sums are shifted
 // left by 8 and part c is added by VPDPBUSD into the same registers (exact: |sum| < 2^27), then
-// converted to f32, multiplied by the lane's 2^(E-8) and accumulated with the lane's group scale.
+// converted to f32; part d's sums (own registers) are converted and added times 2^-8 (one FMA);
+// the result is multiplied by the lane's 2^(E-8) and accumulated with the lane's group scale.
 #include "ops/quant_affine_vnni.h"
 
 #include <algorithm>
@@ -157,6 +158,7 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
     idx_arr[k] = int32_t(affine_vnni_lane_col(kBits, span, k, 0) / w.group);
   const __m512i idx = _mm512_load_si512(idx_arr);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512 inv256 = _mm512_set1_ps(1.f / 256.f);
   float* sfb = const_cast<float*>(p.sf.data());
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
@@ -212,11 +214,13 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
       }
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
         const int8_t* xb = p.xq.data() + (t0 + t) * p.xs + sp * kXSpan;
-        __m512i xa[kCps][V], xc[kCps][V];
+        __m512i xa[kCps][V], xc[kCps][V], xd[kCps][V];
         _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
             _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) {
           xa[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 0) * V + v) * 64);
           xc[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 1) * V + v) * 64);
+          if constexpr (kVnniParts > 2)
+            xd[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 2) * V + v) * 64);
         }
         const __m512 fac = _mm512_loadu_ps(p.fac.data() + (t0 + t) * p.fs + sp * 16);
         _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
@@ -228,7 +232,15 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
           _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
               _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) acc =
                   _mm512_dpbusd_epi32(acc, q[ch][v][i], xc[ch][v]);
-          const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), fac);
+          __m512 f = _mm512_cvtepi32_ps(acc);
+          if constexpr (kVnniParts > 2) {  // part d in its own sums (256 A + C would overflow)
+            __m512i lo = _mm512_setzero_si512();
+            _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
+                _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) lo =
+                    _mm512_dpbusd_epi32(lo, q[ch][v][i], xd[ch][v]);
+            f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), inv256, f);
+          }
+          f = _mm512_mul_ps(f, fac);
           tot[i][t] = _mm512_fmadd_ps(f, sv[i], tot[i][t]);
         }
       }

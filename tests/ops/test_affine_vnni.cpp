@@ -182,7 +182,8 @@ TEST(AffineVnni, TwinWithinSplitErrorOfExact) {
         quant_matmul_rows_ref(x.data(), 1, w.cols, w, 0, w.rows, want.data(), w.rows);
         for (int64_t r = 0; r < w.rows; ++r) {
           dequant_row(w, r, row.data());
-          // Per element |x - split| <= max|x| of its lane set / 2^14; f32 sums on top.
+          // Per element |x - split| <= max|x| of its lane set / 2^14 (2 parts), / 2^20 (3
+          // parts); f32 sums on top.
           double bound = 0;
           for (int64_t c = 0; c < w.cols; ++c) {
             double m = 0;
@@ -192,7 +193,7 @@ TEST(AffineVnni, TwinWithinSplitErrorOfExact) {
             const double b =
                 load_as_f32(w.scale_dtype, w.biases, size_t(r * w.scale_stride + c / group));
             const double qv = row[size_t(c)] - b;  // s q
-            bound += std::fabs(qv) * m / 16384.0 +
+            bound += std::fabs(qv) * m / (kVnniParts == 2 ? 16384.0 : 1048576.0) +
                      1e-6 * (std::fabs(qv) + std::fabs(b)) * std::fabs(x[size_t(c)]);
           }
           EXPECT_NEAR(got[size_t(r)], want[size_t(r)], bound + 1e-37)
