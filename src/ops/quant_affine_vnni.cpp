@@ -41,16 +41,15 @@ std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the env
 
 #if INKLING_HAVE_VNNI
 
-#define INK_VNNI \
-  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+#define INK_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 
 constexpr int kMaxTok = 2;  // tokens per pass over a block of rows
 constexpr int kRowsMax = 4;
 
 // x of the call's tokens in the kernel's order, their group sums and scratch for row sidecars.
 struct Prepared {
-  std::vector<int8_t> xq;  // [nt][xs]: per chunk, kVnniParts x V x 64 parts
-  std::vector<float> fac;  // [nt][fs]: per span, 16 lane factors 2^(E-8)
+  std::vector<int8_t> xq;   // [nt][xs]: per chunk, kVnniParts x V x 64 parts
+  std::vector<float> fac;   // [nt][fs]: per span, 16 lane factors 2^(E-8)
   std::vector<float> xsum;  // [nt][gs], zero padded
   std::vector<float> sf;    // kRowsMax scale rows + kRowsMax bias rows, gs each
   std::vector<int8_t> nat;  // natural-order parts of one token (split scratch)
@@ -119,10 +118,12 @@ INK_VNNI inline void row_sidecars(const MatView& w, int64_t r, int64_t ngroups, 
     const uint16_t* b16 = reinterpret_cast<const uint16_t*>(brow);
     for (int64_t g = 0; g < ngroups; g += 16) {
       const __mmask16 m = __mmask16((1u << std::min<int64_t>(16, ngroups - g)) - 1u);
-      _mm512_storeu_ps(s + g, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                  _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s16 + g)), 16)));
-      _mm512_storeu_ps(b + g, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                  _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b16 + g)), 16)));
+      _mm512_storeu_ps(s + g,
+                       _mm512_castsi512_ps(_mm512_slli_epi32(
+                           _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s16 + g)), 16)));
+      _mm512_storeu_ps(b + g,
+                       _mm512_castsi512_ps(_mm512_slli_epi32(
+                           _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b16 + g)), 16)));
     }
   } else {
     for (int64_t g = 0; g < ngroups; ++g) {

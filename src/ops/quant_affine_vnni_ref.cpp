@@ -77,7 +77,7 @@ void affine_vnni_split(const float* x, int64_t cols, int bits, int group, int pa
         double ai = rint_d(v);
         const double r = (v - ai) * 256.0;  // in [-128, 128], exact
         double ci = rint_d(r);
-        const double r2 = (r - ci) * 256.0;  // exact
+        const double r2 = (r - ci) * 256.0;      // exact
         if (ci > 127.0) ci -= 256.0, ai += 1.0;  // c = 128: carried (|a| <= 126 before)
         a[col] = int8_t(ai);
         c[col] = int8_t(ci);
@@ -97,8 +97,7 @@ void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatV
   std::vector<float> fac(static_cast<size_t>(spans * 16)), xsum(ng), s(ng), b(ng);
   for (int64_t t = 0; t < n_tok; ++t) {
     const float* xt = x + t * ldx;
-    affine_vnni_split(xt, cols, bits, w.group, parts, pa.data(), pc.data(), pd.data(),
-                      fac.data());
+    affine_vnni_split(xt, cols, bits, w.group, parts, pa.data(), pc.data(), pd.data(), fac.data());
     for (int64_t g = 0; g < ngroups; ++g) {
       float sum = 0.f;
       for (int64_t col = g * group; col < (g + 1) * group; ++col) sum += xt[col];
@@ -108,10 +107,10 @@ void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatV
       const uint8_t* codes = w.row(r);
       const size_t ssz = dtype_size(w.scale_dtype);
       for (int64_t g = 0; g < ngroups; ++g) {
-        s[size_t(g)] = load_as_f32(w.scale_dtype, w.scales + size_t(r * w.scale_stride) * ssz,
-                                   size_t(g));
-        b[size_t(g)] = load_as_f32(w.scale_dtype, w.biases + size_t(r * w.scale_stride) * ssz,
-                                   size_t(g));
+        s[size_t(g)] =
+            load_as_f32(w.scale_dtype, w.scales + size_t(r * w.scale_stride) * ssz, size_t(g));
+        b[size_t(g)] =
+            load_as_f32(w.scale_dtype, w.biases + size_t(r * w.scale_stride) * ssz, size_t(g));
       }
       float tot[16] = {}, bl[16] = {};
       for (int64_t sp = 0; sp < spans; ++sp)

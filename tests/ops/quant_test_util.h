@@ -15,8 +15,8 @@
 #include "ops/formats.h"
 #include "ops/matmul.h"
 #include "ops/quant.h"
-#include "ops/quant_matmul.h"
 #include "ops/quant_affine_vnni.h"
+#include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
 
 namespace inkling::testing {

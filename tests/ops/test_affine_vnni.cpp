@@ -70,8 +70,8 @@ TEST(AffineVnni, SplitPartsAndErrorBound) {
   std::mt19937 rng(3);
   for (int bits : {4, 8})
     for (int group : {32, 64, 128})
-      for (XKind kind : {XKind::kNormal, XKind::kOutlier, XKind::kZerosDenormals, XKind::kTiny,
-                         XKind::kHuge})
+      for (XKind kind :
+           {XKind::kNormal, XKind::kOutlier, XKind::kZerosDenormals, XKind::kTiny, XKind::kHuge})
         for (int parts : {2, 3}) {
           const int64_t cols = 3 * group;  // a partial last span for groups below the chunk
           const auto x = make_x(cols, kind, rng);
@@ -80,8 +80,8 @@ TEST(AffineVnni, SplitPartsAndErrorBound) {
           std::vector<float> fac(static_cast<size_t>(spans * 16));
           affine_vnni_split(x.data(), cols, bits, group, parts, a.data(), c.data(), d.data(),
                             fac.data());
-          const std::string what = "q" + std::to_string(bits) + " g" + std::to_string(group) +
-                                   " " + kind_name(kind) + " parts " + std::to_string(parts);
+          const std::string what = "q" + std::to_string(bits) + " g" + std::to_string(group) + " " +
+                                   kind_name(kind) + " parts " + std::to_string(parts);
           for (int64_t sp = 0; sp < spans; ++sp)
             for (int k = 0; k < 16; ++k) {
               const double f = fac[size_t(sp * 16 + k)];  // 2^(E-8)
@@ -177,7 +177,8 @@ TEST(AffineVnni, TwinWithinSplitErrorOfExact) {
       const MatView& w = q.view;
       for (XKind kind : {XKind::kNormal, XKind::kOutlier, XKind::kZerosDenormals}) {
         const auto x = make_x(w.cols, kind, rng);
-        std::vector<float> got(static_cast<size_t>(w.rows)), want(got), row(static_cast<size_t>(w.cols));
+        std::vector<float> got(static_cast<size_t>(w.rows)), want(got),
+            row(static_cast<size_t>(w.cols));
         affine_vnni_rows_ref(x.data(), 1, w.cols, w, 0, w.rows, got.data(), w.rows);
         quant_matmul_rows_ref(x.data(), 1, w.cols, w, 0, w.rows, want.data(), w.rows);
         for (int64_t r = 0; r < w.rows; ++r) {
@@ -209,7 +210,8 @@ TEST(AffineVnni, RegistryBindsItWhereEnabled) {
   QMat q4 = testing::make_affine(4, 256, 4, 128, DType::BF16, 1, rng);
   const bool on = affine_vnni_enabled();
   for (int64_t n : {1, 2, 16}) {
-    EXPECT_STREQ(kernels_of(q8.view).for_tokens(n).name, on ? "avx512-vnni q8" : "hwy affine bytes");
+    EXPECT_STREQ(kernels_of(q8.view).for_tokens(n).name,
+                 on ? "avx512-vnni q8" : "hwy affine bytes");
     if (on) {
       EXPECT_STREQ(kernels_of(q4.view).for_tokens(n).name, "avx512-vnni q4");
     }
