@@ -52,7 +52,7 @@ struct Prepared {
   std::vector<float> fac;   // [nt][fs]: per span, 16 lane factors 2^(E-8)
   std::vector<float> xsum;  // [nt][gs], zero padded
   std::vector<float> sf;    // kRowsMax scale rows + kRowsMax bias rows, gs each
-  std::vector<int8_t> nat;  // natural-order parts of one token (split scratch)
+  std::vector<float> tmp;   // a zero-padded copy of a partial last span
   int64_t xs = 0, fs = 0, gs = 0;
   // What the above were made from (consecutive products with the same activations, gate and up
   // or every expert a token visits, reuse them; a copy is compared, never a pointer).
@@ -60,6 +60,112 @@ struct Prepared {
   int nt = 0, bits = 0;
   int64_t cols = 0, group = 0;
 };
+
+// One token's x split and packed in the kernel's order (o: spans x kXSpan bytes, fac: spans x
+// 16), bitwise what affine_vnni_split gives: every step below is exact in f32 (scaling by powers
+// of two, rounding to integers, differences of close values), as in that function's doubles.
+// tmp: scratch of span floats (a partial last span is read through a zero-padded copy).
+INK_VNNI void split_pack(const float* in, int64_t cols, int bits, int64_t group, int8_t* o,
+                         float* fac, float* tmp) {
+  const int64_t span = affine_vnni_span(bits, int(group)), spans = (cols + span - 1) / span;
+  const int V = 8 / bits, nz = int(span / 16);  // zmm of x per span: 4 or 8
+  const int64_t C = 64 * V, cps = span / C;
+  const __m512 zero = _mm512_setzero_ps(), c256 = _mm512_set1_ps(256.f);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  constexpr int kNear = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  alignas(64) int32_t ip[kVnniParts][128];
+  alignas(64) float fe[128];
+  for (int64_t sp = 0; sp < spans; ++sp) {
+    const float* xs = in + sp * span;
+    if (sp * span + span > cols) {
+      for (int64_t i = 0; i < span; ++i) tmp[i] = sp * span + i < cols ? xs[i] : 0.f;
+      xs = tmp;
+    }
+    __m512 xv[8], mv[8], bad[8];
+    for (int j = 0; j < nz; ++j) {
+      xv[j] = _mm512_loadu_ps(xs + 16 * j);
+      // Per element, the max |x| and the sum of x * 0 (NaN if any is not finite) of its lane set:
+      // 4 neighbours (a 128-bit lane), 8 for 4 bits (a 256-bit half).
+      __m512 a = _mm512_abs_ps(xv[j]), z = _mm512_mul_ps(xv[j], zero);
+      a = _mm512_max_ps(a, _mm512_permute_ps(a, 0xB1));
+      z = _mm512_add_ps(z, _mm512_permute_ps(z, 0xB1));
+      a = _mm512_max_ps(a, _mm512_permute_ps(a, 0x4E));
+      z = _mm512_add_ps(z, _mm512_permute_ps(z, 0x4E));
+      if (bits == 4) {
+        a = _mm512_max_ps(a, _mm512_shuffle_f32x4(a, a, 0xB1));
+        z = _mm512_add_ps(z, _mm512_shuffle_f32x4(z, z, 0xB1));
+      }
+      mv[j] = a, bad[j] = z;
+    }
+    if (cps == 2)  // 8 bits, group 128: the same quad of both chunks
+      for (int j = 0; j < 4; ++j) {
+        mv[j] = mv[j + 4] = _mm512_max_ps(mv[j], mv[j + 4]);
+        bad[j] = bad[j + 4] = _mm512_add_ps(bad[j], bad[j + 4]);
+      }
+    for (int j = 0; j < nz; ++j) {
+      const __m512 m = mv[j];
+      const __mmask16 is0 = _mm512_cmp_ps_mask(m, zero, _CMP_EQ_OQ);
+      const __mmask16 nonfin = _mm512_cmp_ps_mask(bad[j], bad[j], _CMP_UNORD_Q);
+      __m512 e = _mm512_sub_ps(_mm512_getexp_ps(m), _mm512_set1_ps(6.f));  // m 2^-e in [64, 128)
+      const __m512 top = _mm512_roundscale_ps(_mm512_scalef_ps(m, _mm512_sub_ps(zero, e)), kNear);
+      e = _mm512_mask_add_ps(e, _mm512_cmp_ps_mask(top, _mm512_set1_ps(126.f), _CMP_GT_OQ), e,
+                             _mm512_set1_ps(1.f));
+      e = _mm512_mask_mov_ps(_mm512_max_ps(e, _mm512_set1_ps(-140.f)), is0 | nonfin, zero);
+      const __m512 v = _mm512_scalef_ps(xv[j], _mm512_sub_ps(zero, e));
+      __m512 a = _mm512_roundscale_ps(v, kNear);
+      const __m512 r = _mm512_mul_ps(_mm512_sub_ps(v, a), c256);
+      __m512 c = _mm512_roundscale_ps(r, kNear);
+      const __m512 d =
+          _mm512_min_ps(_mm512_roundscale_ps(_mm512_mul_ps(_mm512_sub_ps(r, c), c256), kNear),
+                        _mm512_set1_ps(127.f));
+      const __mmask16 carry = _mm512_cmp_ps_mask(c, _mm512_set1_ps(127.f), _CMP_GT_OQ);
+      c = _mm512_mask_sub_ps(c, carry, c, c256);
+      a = _mm512_mask_add_ps(a, carry, a, _mm512_set1_ps(1.f));
+      const __mmask16 keep = __mmask16(~nonfin);
+      _mm512_store_si512(ip[0] + 16 * j, _mm512_maskz_cvtps_epi32(keep, a));
+      _mm512_store_si512(ip[1] + 16 * j, _mm512_maskz_cvtps_epi32(keep, c));
+      if constexpr (kVnniParts > 2)
+        _mm512_store_si512(ip[kVnniParts - 1] + 16 * j, _mm512_maskz_cvtps_epi32(keep, d));
+      const __m512 f = _mm512_scalef_ps(_mm512_set1_ps(1.f), _mm512_sub_ps(e, _mm512_set1_ps(8.f)));
+      _mm512_store_ps(fe + 16 * j,
+                      _mm512_mask_mov_ps(f, nonfin, _mm512_set1_ps(__builtin_nanf(""))));
+    }
+    int8_t* os = o + sp * cps * kVnniParts * V * 64;
+    for (int k = 0; k < 16; ++k) fac[sp * 16 + k] = fe[bits == 4 ? 8 * k : 4 * k];
+    for (int64_t ch = 0; ch < cps; ++ch)
+      for (int pt = 0; pt < kVnniParts; ++pt) {
+        int8_t* dst = os + (ch * kVnniParts + pt) * V * 64;
+        const int32_t* src = ip[pt] + ch * 64 * V;
+        if (V == 1) {
+          for (int q = 0; q < 4; ++q)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * q),
+                             _mm512_cvtepi32_epi8(_mm512_load_si512(src + 16 * q)));
+        } else {  // byte i of code vector v: column 2i + v
+          for (int q = 0; q < 4; ++q) {
+            const __m512i p0 = _mm512_load_si512(src + 32 * q),
+                          p1 = _mm512_load_si512(src + 32 * q + 16);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * q),
+                             _mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(p0, even, p1)));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64 + 16 * q),
+                             _mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(p0, odd, p1)));
+          }
+        }
+      }
+  }
+}
+
+// Per-group sums of x in the order the twin uses: 16 lanes over the group, then vnni_sum16.
+INK_VNNI void group_sums(const float* in, int64_t cols, int64_t group, float* xs) {
+  for (int64_t g = 0; g < cols / group; ++g) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < group; j += 16)
+      acc = _mm512_add_ps(acc, _mm512_loadu_ps(in + g * group + j));
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc);
+    xs[g] = vnni_sum16(lanes);
+  }
+}
 
 void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_t group,
              Prepared& p) {
@@ -71,35 +177,23 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_
   p.nt = nt, p.cols = cols, p.group = group, p.bits = bits;
   if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
   for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
-  const int64_t V = 8 / bits, C = 64 * V, chunks = (cols + C - 1) / C;
+  const int64_t V = 8 / bits, C = 64 * V;
   const int64_t span = affine_vnni_span(bits, int(group)), spans = (cols + span - 1) / span;
-  // Whole spans of chunks (a span is 1 or 2 chunks), so a partial last span reads zeros.
-  const int64_t chunks_padded = spans * (span / C);
-  (void)chunks;
-  p.xs = chunks_padded * kVnniParts * V * 64;
+  p.xs = spans * (span / C) * kVnniParts * V * 64;  // whole spans (1 or 2 chunks each)
   p.fs = spans * 16;
   p.gs = cols / group + 16;
   if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
   if (p.fac.size() < size_t(nt * p.fs)) p.fac.resize(size_t(nt * p.fs));
   if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
   if (p.sf.size() < size_t(2 * kRowsMax * p.gs)) p.sf.resize(size_t(2 * kRowsMax * p.gs));
-  if (p.nat.size() < 3 * n) p.nat.resize(3 * n);
-  int8_t* part[3] = {p.nat.data(), p.nat.data() + n, p.nat.data() + 2 * n};
+  if (p.tmp.size() < size_t(span)) p.tmp.resize(size_t(span));
   for (int t = 0; t < nt; ++t) {
     const float* in = x + t * ldx;
     float* xs = p.xsum.data() + t * p.gs;
     for (int64_t g = 0; g < p.gs; ++g) xs[g] = 0.f;
-    for (int64_t c = 0; c < cols; ++c) xs[c / group] += in[c];
-    affine_vnni_split(in, cols, bits, int(group), kVnniParts, part[0], part[1], part[2],
-                      p.fac.data() + t * p.fs);
-    int8_t* o = p.xq.data() + t * p.xs;
-    for (int64_t ch = 0; ch < chunks_padded; ++ch)
-      for (int pt = 0; pt < kVnniParts; ++pt)
-        for (int64_t v = 0; v < V; ++v)
-          for (int64_t i = 0; i < 64; ++i) {
-            const int64_t c = ch * C + V * i + v;  // byte i of code vector v
-            o[((ch * kVnniParts + pt) * V + v) * 64 + i] = c < cols ? part[pt][c] : int8_t(0);
-          }
+    group_sums(in, cols, group, xs);
+    split_pack(in, cols, bits, group, p.xq.data() + t * p.xs, p.fac.data() + t * p.fs,
+               p.tmp.data());
   }
 }
 

@@ -98,10 +98,10 @@ void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatV
   for (int64_t t = 0; t < n_tok; ++t) {
     const float* xt = x + t * ldx;
     affine_vnni_split(xt, cols, bits, w.group, parts, pa.data(), pc.data(), pd.data(), fac.data());
-    for (int64_t g = 0; g < ngroups; ++g) {
-      float sum = 0.f;
-      for (int64_t col = g * group; col < (g + 1) * group; ++col) sum += xt[col];
-      xsum[size_t(g)] = sum;
+    for (int64_t g = 0; g < ngroups; ++g) {  // 16 lanes over the group, then vnni_sum16
+      float lanes[16] = {};
+      for (int64_t col = 0; col < group; ++col) lanes[col % 16] += xt[g * group + col];
+      xsum[size_t(g)] = vnni_sum16(lanes);
     }
     for (int64_t r = r0; r < r1; ++r) {
       const uint8_t* codes = w.row(r);

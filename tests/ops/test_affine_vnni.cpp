@@ -21,7 +21,7 @@ namespace {
 
 using testing::QMat;
 
-enum class XKind { kNormal, kOutlier, kZerosDenormals, kTiny, kHuge };
+enum class XKind { kNormal, kOutlier, kZerosDenormals, kTiny, kHuge, kInf };
 
 std::vector<float> make_x(int64_t n, XKind kind, std::mt19937& rng) {
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -46,6 +46,9 @@ std::vector<float> make_x(int64_t n, XKind kind, std::mt19937& rng) {
     case XKind::kHuge:
       for (auto& v : x) v *= 1e30f;
       break;
+    case XKind::kInf:  // the products of its lane set become NaN, as in both kernels
+      x[size_t(n / 3)] = -std::numeric_limits<float>::infinity();
+      break;
   }
   return x;
 }
@@ -62,6 +65,8 @@ const char* kind_name(XKind k) {
       return "tiny";
     case XKind::kHuge:
       return "huge";
+    case XKind::kInf:
+      return "inf";
   }
   return "";
 }
@@ -128,7 +133,7 @@ void expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, std::m
   const int64_t ldx = w.cols + 7, ldy = w.rows + 2;
   std::vector<float> x(size_t(n_tok * ldx), 0.f);
   for (int64_t t = 0; t < n_tok; ++t) {
-    const auto xt = make_x(w.cols, XKind(t % 5), rng);
+    const auto xt = make_x(w.cols, XKind(t % 6), rng);
     std::memcpy(x.data() + t * ldx, xt.data(), xt.size() * 4);
   }
   std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got);
@@ -138,7 +143,7 @@ void expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, std::m
     for (int64_t r = 0; r < w.rows + 2; ++r) {
       const size_t i = size_t(t * ldy + r);
       ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
-          << what << " tok " << t << " (" << kind_name(XKind(t % 5)) << ") row " << r << ": "
+          << what << " tok " << t << " (" << kind_name(XKind(t % 6)) << ") row " << r << ": "
           << got[i] << " vs " << want[i];
     }
 }
@@ -154,7 +159,7 @@ TEST(AffineVnni, KernelEqualsScalarTwinBitwise) {
         const std::string what = "q" + std::to_string(bits) + " g" + std::to_string(group) +
                                  " cols " + std::to_string(cols);
         ASSERT_TRUE(affine_vnni_handles(q.view, 16)) << what;
-        for (int64_t n_tok : {1, 2, 3, 16}) expect_twin(q.view, n_tok, 0, 13, rng, what);
+        for (int64_t n_tok : {1, 2, 3, 6, 16}) expect_twin(q.view, n_tok, 0, 13, rng, what);
         expect_twin(q.view, 5, 3, 10, rng, what + " rows 3..10");
       }
   // Every token count, f32 and f16 scales, a column slice.
