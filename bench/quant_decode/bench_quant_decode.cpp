@@ -1,8 +1,8 @@
 // Quantized decode kernels on one thread, A/B in one run: the AVX512-VNNI affine kernel (x in
-// int8 parts) against the kernel the registry binds without it (AVX512-BF16 for 4 bits, the
-// Highway byte kernel for 8), for one token. Two sizes: a matrix that stays in L2 (the kernels'
-// compute limit) and one 4x the last-level cache (what decode sees: codes from DRAM). Rounds
-// alternate between the kernels; the best and the median of each are reported in GB/s of
+// int8 parts) against the kernel the registry binds without it (AVX512-BF16 for 4 bits and for
+// 3 and 6, the Highway byte kernel for 8), for one token. Two sizes: a matrix that stays in L2 (the
+// kernels' compute limit) and one 4x the last-level cache (what decode sees: codes from DRAM).
+// Rounds alternate between the kernels; the best and the median of each are reported in GB/s of
 // weights read (codes + scales + biases). Then the DRAM-sized matrix on 2 threads through
 // matmul() (the registry's choice with and without the VNNI kernel), each round after a short read
 // probe: the ratio of the kernel's GB/s to the probe's of the same moment (what decode_ratio is
@@ -74,14 +74,18 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (auto& v : x) v = nd(rng);
-  for (int bits : {8, 4})
+  for (int bits : {8, 4, 3, 6})
     for (int64_t rows : {int64_t(256), int64_t(32768)}) {
       const int64_t cols = 4096;
       Mat m = make(rows, cols, bits, 64);
       const double bytes = double(m.codes.size() + m.scales.size() + m.biases.size());
-      RowsKernel other = bits == 4 ? q4_bf16dot_rows : affine_words_rows;
-      const char* other_name = bits == 4 ? "avx512-bf16 q4" : "hwy affine bytes";
-      if (bits == 4 && !q4_bf16dot_available()) continue;
+      RowsKernel other = bits == 4   ? q4_bf16dot_rows
+                         : bits == 8 ? affine_words_rows
+                                     : affine_bf16dot_rows;
+      const char* other_name = bits == 4   ? "avx512-bf16 q4"
+                               : bits == 8 ? "hwy affine bytes"
+                                           : "avx512-bf16 affine";
+      if (bits != 8 && !(q4_bf16dot_available() && affine_bf16dot_available())) continue;
       std::vector<double> t_vnni, t_other;
       const int reps = rows < 1024 ? 200 : 2;
       for (int r = 0; r < rounds; ++r)
@@ -105,7 +109,7 @@ int main(int argc, char** argv) {
       report(other_name, t_other);
     }
   ThreadPool pool(2);
-  for (int bits : {8, 4}) {
+  for (int bits : {8, 4, 3, 6}) {
     Mat m = make(32768, 4096, bits, 64);
     const double bytes = double(m.codes.size() + m.scales.size() + m.biases.size());
     std::vector<double> r_vnni, r_other, g_vnni, g_other;
@@ -134,8 +138,10 @@ int main(int argc, char** argv) {
     std::printf("  %-18s median %.2f (%.2f-%.2f), %.1f GB/s\n", "avx512-vnni", rv[h], rv.front(),
                 rv.back(), gv[h]);
     std::printf("  %-18s median %.2f (%.2f-%.2f), %.1f GB/s\n",
-                bits == 4 ? "avx512-bf16 q4" : "hwy affine bytes", ro[h], ro.front(), ro.back(),
-                go[h]);
+                bits == 4   ? "avx512-bf16 q4"
+                : bits == 8 ? "hwy affine bytes"
+                            : "avx512-bf16 affine",
+                ro[h], ro.front(), ro.back(), go[h]);
   }
   return 0;
 }

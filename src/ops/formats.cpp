@@ -35,6 +35,7 @@ constexpr Kernel kHwyAffineWords{"hwy affine words", affine_words_rows};
 constexpr Kernel kBf16DotAffine{"avx512-bf16 affine", affine_bf16dot_rows};
 constexpr Kernel kVnniQ4{"avx512-vnni q4", affine_vnni_rows};
 constexpr Kernel kVnniQ8{"avx512-vnni q8", affine_vnni_rows};
+constexpr Kernel kVnniAffine{"avx512-vnni affine", affine_vnni_rows};
 
 // Affine widths other than 4 and 8 with AVX512-BF16 + VBMI take affine_bf16dot_rows for 1..16
 // tokens, affine 4-bit and NVFP4 q4_bf16dot_rows: one kernel per view for every token count up
@@ -133,6 +134,9 @@ constexpr KernelSet kAffineBytes{{kHwyAffineBytes, kHwyAffineBytes, kAffineBytes
 constexpr KernelSet kAffineBytesVnni{{kVnniQ8, kVnniQ8, kAffineBytesGemm}, affine_dequant_row};
 // Every other MLX width (1, 2, 3, 5, 6 bits): the word-lane kernels, the gemm on tiles
 // dequantized once for 32+ tokens; with AVX512-BF16 + VBMI that kernel for 1-16 tokens.
+// With AVX512-VNNI + VBMI (x in int8 parts, quant_affine_vnni.h) for 1-16 tokens instead.
+constexpr KernelSet kAffineWordsVnni{{kVnniAffine, kVnniAffine, kAffineWordsGemm},
+                                     affine_dequant_row};
 constexpr KernelSet kAffineWords[2] = {
     {{kHwyAffineWords, kHwyAffineWords, kAffineWordsGemm}, affine_dequant_row},
     {{kBf16DotAffine, kBf16DotAffine, kAffineWordsGemm}, affine_dequant_row}};
@@ -164,6 +168,7 @@ const KernelSet* select_affine8(const MatView& w) {
 }
 const KernelSet* select_affine_words(const MatView& w) {
   if (!affine_words_supported(w) || !hwy_gemm_affine_supported(w)) return nullptr;
+  if (vnni_for(w)) return &kAffineWordsVnni;
   const bool bf16 =
       q4_bf16dot_enabled() && affine_bf16dot_available() && affine_bf16dot_handles(w, 1);
   return &kAffineWords[bf16];

@@ -30,9 +30,10 @@
 namespace inkling {
 
 bool affine_vnni_handles(const MatView& w, int64_t n_tok) {
-  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kAffine &&
-         (w.bits == 4 || w.bits == 8) && (w.group == 32 || w.group == 64 || w.group == 128) &&
-         w.cols % w.group == 0 && w.scales && w.biases;
+  const bool width = w.bits >= 1 && w.bits <= 8 && w.bits != 7;
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kAffine && width &&
+         (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0 && w.scales &&
+         w.biases;
 }
 
 namespace {
@@ -41,7 +42,8 @@ std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the env
 
 #if INKLING_HAVE_VNNI
 
-#define INK_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+#define INK_VNNI \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512vbmi")))
 
 constexpr int kMaxTok = 2;  // tokens per pass over a block of rows
 constexpr int kRowsMax = 4;
@@ -68,7 +70,7 @@ struct Prepared {
 INK_VNNI void split_pack(const float* in, int64_t cols, int bits, int64_t group, int8_t* o,
                          float* fac, float* tmp) {
   const int64_t span = affine_vnni_span(bits, int(group)), spans = (cols + span - 1) / span;
-  const int V = 8 / bits, nz = int(span / 16);  // zmm of x per span: 4 or 8
+  const int V = bits == 4 ? 2 : 1, nz = int(span / 16);  // zmm of x per span: 4 or 8
   const int64_t C = 64 * V, cps = span / C;
   const __m512 zero = _mm512_setzero_ps(), c256 = _mm512_set1_ps(256.f);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -177,7 +179,7 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_
   p.nt = nt, p.cols = cols, p.group = group, p.bits = bits;
   if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
   for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
-  const int64_t V = 8 / bits, C = 64 * V;
+  const int64_t V = bits == 4 ? 2 : 1, C = 64 * V;
   const int64_t span = affine_vnni_span(bits, int(group)), spans = (cols + span - 1) / span;
   p.xs = spans * (span / C) * kVnniParts * V * 64;  // whole spans (1 or 2 chunks each)
   p.fs = spans * 16;
@@ -241,8 +243,13 @@ INK_VNNI inline void prefetch_sidecars(const MatView& w, int64_t r, int64_t ngro
 template <int kBits, int kCps, int NT, int R>
 INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
                           float* y, int64_t ldy, int pf) {
-  constexpr int V = 8 / kBits;
-  constexpr int64_t kSpanBytes = 64 * kCps;
+  constexpr int V = kBits == 4 ? 2 : 1;
+  // Bytes of codes per chunk of 64 V columns; widths other than 4 and 8 are unpacked to bytes by
+  // VPERMB (qword i gets the `bits` bytes of columns 8i .. 8i + 7) and VPMULTISHIFTQB (byte j of
+  // a qword: the bits from j * bits on), then an AND.
+  constexpr int64_t kChunkBytes = kBits == 4 ? 64 : 8 * kBits;
+  constexpr bool kVbmi = kBits != 4 && kBits != 8;
+  constexpr int64_t kSpanBytes = kChunkBytes * kCps;
   constexpr int64_t kXSpan = int64_t(kCps) * kVnniParts * V * 64;  // parts bytes per span
   const int64_t ngroups = w.cols / w.group, gs = p.gs;
   const int64_t span = affine_vnni_span(kBits, w.group), spans = (w.cols + span - 1) / span;
@@ -253,6 +260,14 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
     idx_arr[k] = int32_t(affine_vnni_lane_col(kBits, span, k, 0) / w.group);
   const __m512i idx = _mm512_load_si512(idx_arr);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i code_mask = _mm512_set1_epi8(char((1 << kBits) - 1));
+  alignas(64) uint8_t perm_arr[64], shift_arr[64];
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      perm_arr[8 * i + j] = uint8_t(i * kBits + j);
+      shift_arr[8 * i + j] = uint8_t(j * kBits);
+    }
+  const __m512i perm = _mm512_load_si512(perm_arr), shifts = _mm512_load_si512(shift_arr);
   const __m512 inv256 = _mm512_set1_ps(1.f / 256.f);
   float* sfb = const_cast<float*>(p.sf.data());
   for (int64_t rb = r0; rb < r1; rb += R) {
@@ -291,10 +306,15 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
       __m512i q[kCps][V][R];
       _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
         _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch) {
-          const int64_t off = sp * kSpanBytes + ch * 64;
-          const __m512i raw = _mm512_maskz_loadu_epi8(bytes_mask(row_bytes - off), codes[i] + off);
+          const int64_t off = sp * kSpanBytes + ch * kChunkBytes;
+          const __m512i raw = _mm512_maskz_loadu_epi8(
+              bytes_mask(std::min(kChunkBytes, row_bytes - off)), codes[i] + off);
           if (pf > 0) _mm_prefetch(ahead[i] + off, _MM_HINT_T0);
-          if constexpr (V == 1) {
+          if constexpr (kVbmi) {
+            q[ch][0][i] = _mm512_and_si512(
+                _mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm, raw)),
+                code_mask);
+          } else if constexpr (V == 1) {
             q[ch][0][i] = raw;
           } else {
             q[ch][0][i] = _mm512_and_si512(raw, low4);
@@ -363,7 +383,7 @@ bool cpu_has_vnni() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni");
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
 }
 
 #endif  // INKLING_HAVE_VNNI
@@ -398,8 +418,9 @@ void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
 #if INKLING_HAVE_VNNI
   thread_local Prepared p;
   prepare(x, int(n_tok), ldx, w.cols, w.bits, w.group, p);
-  const bool q8 = w.bits == 8;
-  const int pf = tuning(q8 ? TuneParam::kBytesPrefetch : TuneParam::kQ4Prefetch);
+  const int pf = tuning(w.bits == 8   ? TuneParam::kBytesPrefetch
+                        : w.bits == 4 ? TuneParam::kQ4Prefetch
+                                      : TuneParam::kAffinePrefetch);
   // One token: every row in one pass. More: blocks of rows (in L1) visited by each pair of
   // tokens, so the codes come from memory once. A (row, token) result depends on neither.
   const int64_t block = n_tok == 1 ? r1 - r0 : 16;
@@ -408,12 +429,36 @@ void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
       const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
       float* yb = y + t0 * ldy;
-      if (!q8)
-        pass<4, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
-      else if (w.group == 128)
-        pass<8, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
-      else
-        pass<8, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+      const bool g128 = w.group == 128;  // two 64-column chunks per span (not for 4 bits)
+      switch (w.bits) {
+        case 1:
+          g128 ? pass<1, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
+               : pass<1, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          break;
+        case 2:
+          g128 ? pass<2, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
+               : pass<2, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          break;
+        case 3:
+          g128 ? pass<3, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
+               : pass<3, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          break;
+        case 4:
+          pass<4, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          break;
+        case 5:
+          g128 ? pass<5, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
+               : pass<5, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          break;
+        case 6:
+          g128 ? pass<6, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
+               : pass<6, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          break;
+        default:
+          g128 ? pass<8, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
+               : pass<8, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          break;
+      }
     }
   }
 #else

@@ -29,7 +29,9 @@ namespace inkling {
 // Parts of the split of x used by the kernel (3: a + 2^-8 c + 2^-16 d).
 constexpr int kVnniParts = 3;
 
-// True when this binary has the kernel and the CPU can run it (AVX512F/BW/DQ/VL + VNNI).
+// True when this binary has the kernel and the CPU can run it (AVX512F/BW/DQ/VL + VNNI + VBMI:
+// Zen 4, Ice Lake / Sapphire Rapids and later; not Cascade / Cooper Lake, which keep the kernels
+// before this one). VBMI unpacks the widths other than 4 and 8.
 bool affine_vnni_available();
 
 // Whether the registry binds it: available and not turned off by set_affine_vnni_enabled(false)
@@ -38,8 +40,8 @@ bool affine_vnni_available();
 bool affine_vnni_enabled();
 void set_affine_vnni_enabled(bool on);
 
-// Affine views of 4 or 8 bits with a group of 32, 64 or 128 columns dividing the row, scales and
-// biases, for 1..16 tokens (kFewMaxTokens).
+// Affine views of 1, 2, 3, 4, 5, 6 or 8 bits with a group of 32, 64 or 128 columns dividing the
+// row, scales and biases, for 1..16 tokens (kFewMaxTokens).
 bool affine_vnni_handles(const MatView& w, int64_t n_tok);
 
 // y[t * ldy + r] = sum_c x[t * ldx + c] * W[r, c] for rows [r0, r1), t < n_tok. Requires
@@ -54,7 +56,8 @@ void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
 void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                           int64_t r1, float* y, int64_t ldy, int parts = kVnniParts);
 
-// Columns per span of a view: max(64 * 8 / bits, group).
+// Columns per span of a view: max(chunk, group), a chunk being 128 columns for 4 bits (64 bytes of
+// codes), 64 for every other width (8 * bits bytes).
 int64_t affine_vnni_span(int bits, int group);
 
 // Column of a span's lane set: lane k (< 16), member j (< span / 16), for a span starting at 0.

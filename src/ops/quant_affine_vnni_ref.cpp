@@ -12,11 +12,11 @@
 namespace inkling {
 
 int64_t affine_vnni_span(int bits, int group) {
-  return std::max<int64_t>(64 * 8 / bits, group);
+  return std::max<int64_t>(bits == 4 ? 128 : 64, group);
 }
 
 int64_t affine_vnni_lane_col(int bits, int64_t span, int k, int j) {
-  const int64_t V = 8 / bits, C = 64 * V;  // code vectors per chunk, columns per chunk
+  const int64_t V = bits == 4 ? 2 : 1, C = 64 * V;  // code vectors, columns per chunk
   (void)span;
   // Member j of lane k: chunk j / (4 V), code vector (j / 4) % V, byte 4k + j % 4.
   const int64_t chunk = j / (4 * V), v = (j / 4) % V, byte = 4 * k + j % 4;
@@ -29,6 +29,14 @@ namespace {
 inline double rint_d(double v) {
   constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
   return v >= 0 ? (v + kMagic) - kMagic : -((-v + kMagic) - kMagic);
+}
+
+// Code of column col in MLX's little-endian bit stream.
+inline int code_at(const uint8_t* row, int64_t col, int bits) {
+  const int64_t bit = col * bits;
+  uint32_t w = row[bit / 8];
+  if (bit % 8 + bits > 8) w |= uint32_t(row[bit / 8 + 1]) << 8;
+  return int((w >> (bit % 8)) & ((1u << bits) - 1u));
 }
 
 }  // namespace
@@ -119,7 +127,7 @@ void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatV
           for (int64_t j = 0; j < per; ++j) {
             const int64_t col = sp * span + affine_vnni_lane_col(bits, span, k, int(j));
             if (col >= cols) continue;
-            const int q = bits == 8 ? codes[col] : (codes[col / 2] >> (4 * (col & 1))) & 15;
+            const int q = code_at(codes, col, bits);
             A += q * pa[size_t(col)];
             C += q * pc[size_t(col)];
             if (parts > 2) D += q * pd[size_t(col)];

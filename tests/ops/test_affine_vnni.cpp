@@ -73,7 +73,7 @@ const char* kind_name(XKind k) {
 
 TEST(AffineVnni, SplitPartsAndErrorBound) {
   std::mt19937 rng(3);
-  for (int bits : {4, 8})
+  for (int bits : {1, 2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (XKind kind :
            {XKind::kNormal, XKind::kOutlier, XKind::kZerosDenormals, XKind::kTiny, XKind::kHuge})
@@ -151,7 +151,7 @@ void expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, std::m
 TEST(AffineVnni, KernelEqualsScalarTwinBitwise) {
   if (!affine_vnni_available()) GTEST_SKIP() << "CPU without AVX512-VNNI";
   std::mt19937 rng(11);
-  for (int bits : {4, 8})
+  for (int bits : {1, 2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (int64_t cols : {int64_t(group), int64_t(384), int64_t(1024 + 3 * group)}) {
         if (cols % group) continue;
@@ -176,7 +176,7 @@ TEST(AffineVnni, KernelEqualsScalarTwinBitwise) {
 // The twin (so the kernel) against the exact double product: the split's error bound.
 TEST(AffineVnni, TwinWithinSplitErrorOfExact) {
   std::mt19937 rng(12);
-  for (int bits : {4, 8})
+  for (int bits : {3, 4, 8})
     for (int group : {32, 128}) {
       QMat q = testing::make_affine(11, 512, bits, group, DType::BF16, 1, rng);
       const MatView& w = q.view;
