@@ -134,7 +134,8 @@ constexpr KernelSet kAffineBytes{{kHwyAffineBytes, kHwyAffineBytes, kAffineBytes
 constexpr KernelSet kAffineBytesVnni{{kVnniQ8, kVnniQ8, kAffineBytesGemm}, affine_dequant_row};
 // Every other MLX width (1, 2, 3, 5, 6 bits): the word-lane kernels, the gemm on tiles
 // dequantized once for 32+ tokens; with AVX512-BF16 + VBMI that kernel for 1-16 tokens.
-// With AVX512-VNNI + VBMI (x in int8 parts, quant_affine_vnni.h) for 1-16 tokens instead.
+// With AVX512-VNNI + VBMI (x in int8 parts, quant_affine_vnni.h) for 1-16 tokens where the
+// AVX512-BF16 kernel is not available.
 constexpr KernelSet kAffineWordsVnni{{kVnniAffine, kVnniAffine, kAffineWordsGemm},
                                      affine_dequant_row};
 constexpr KernelSet kAffineWords[2] = {
@@ -168,9 +169,13 @@ const KernelSet* select_affine8(const MatView& w) {
 }
 const KernelSet* select_affine_words(const MatView& w) {
   if (!affine_words_supported(w) || !hwy_gemm_affine_supported(w)) return nullptr;
-  if (vnni_for(w)) return &kAffineWordsVnni;
   const bool bf16 =
       q4_bf16dot_enabled() && affine_bf16dot_available() && affine_bf16dot_handles(w, 1);
+  // The exact AVX512-BF16 kernel where the CPU has it: for these widths the VNNI kernel measured
+  // no faster on Zen 4 (per 64 columns its span overhead meets only 8 * bits bytes of codes); it
+  // takes them on CPUs with VNNI + VBMI but no AVX512-BF16 (Ice Lake server), or
+  // INKLING_NO_BF16DOT.
+  if (!bf16 && vnni_for(w)) return &kAffineWordsVnni;
   return &kAffineWords[bf16];
 }
 const KernelSet* select_nvfp4(const MatView& w) {

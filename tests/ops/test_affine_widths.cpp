@@ -222,12 +222,14 @@ TEST(AffineWidths, Bf16DotMatchesScalarTwin) {
   EXPECT_FALSE(affine_bf16dot_handles(q3.view, 17));  // 17+ tokens: the Highway kernels
   for (int64_t n_tok : {3, 16})
     compare(q3.view, n_tok, rng, "bf16 3-bit tokens", 8.f, 1.f, affine_bf16dot_rows);
-  // The registry binds it for 1..16 tokens unless switched off (or the VNNI kernel takes them).
-  EXPECT_STREQ(kernels_of(q3.view).for_tokens(1).name,
-               affine_vnni_enabled() ? "avx512-vnni affine" : "avx512-bf16 affine");
+  // The registry binds it for 1..16 tokens unless switched off (then the VNNI kernel where the
+  // CPU has it).
+  EXPECT_STREQ(kernels_of(q3.view).for_tokens(1).name, "avx512-bf16 affine");
   {
-    testing::NoVnniKernel no_vnni;
-    EXPECT_STREQ(kernels_of(q3.view).for_tokens(1).name, "avx512-bf16 affine");
+    set_q4_bf16dot_enabled(false);
+    EXPECT_STREQ(kernels_of(q3.view).for_tokens(1).name,
+                 affine_vnni_enabled() ? "avx512-vnni affine" : "hwy affine words");
+    set_q4_bf16dot_enabled(true);
   }
   {
     PortableKernelsOnly portable;

@@ -171,7 +171,7 @@ TEST(Formats, BindsKernelsPerShapeClass) {
   for (int bits : {1, 2, 3, 5, 6}) {
     Owned q = affine(bits, 64, 8, 1024, uint32_t(10 + bits));
     ASSERT_TRUE(bind_kernels(q.view)) << bits;
-    const char* name = vn ? "avx512-vnni affine" : bfa ? "avx512-bf16 affine" : "hwy affine words";
+    const char* name = bfa ? "avx512-bf16 affine" : vn ? "avx512-vnni affine" : "hwy affine words";
     EXPECT_STREQ(q.view.kernels->for_tokens(1).name, name) << bits;
     EXPECT_STREQ(q.view.kernels->for_tokens(16).name, name) << bits;
     EXPECT_STREQ(q.view.kernels->for_tokens(17).name,

@@ -98,6 +98,13 @@ TEST(RowInvariance, EveryFormatGivesEachTokenItsOwnBits) {
                                            : "portable");
 }
 
+TEST(RowInvariance, VnniKernelForEveryWidth) {  // INKLING_NO_BF16DOT=1: VNNI takes 1..8 bits
+  set_q4_bf16dot_enabled(false);
+  std::mt19937 rng(8);
+  every_format(rng, affine_vnni_enabled() ? "avx512-vnni" : "portable");
+  set_q4_bf16dot_enabled(true);
+}
+
 TEST(RowInvariance, WithoutTheVnniKernel) {  // INKLING_NO_VNNI=1: AVX512-BF16 for 4 bits
   testing::NoVnniKernel off;
   std::mt19937 rng(7);
