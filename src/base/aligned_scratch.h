@@ -6,25 +6,29 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <new>
 
 namespace inkling {
 
-template <typename T>
+template <typename T>  // trivially copyable
 class AlignedScratch {
  public:
   static constexpr size_t kAlign = 64;
 
-  // At least n elements, 64-byte aligned. Growing discards the contents (the callers rewrite
-  // every element they read); steady-state calls allocate nothing.
+  // At least n elements, 64-byte aligned. Growing replaces the contents with zeros (as a grown
+  // std::vector's new elements are); steady-state calls allocate nothing.
   T* get(size_t n) {
     if (n > cap_) {
       buf_.reset(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t(kAlign))));
+      std::memset(static_cast<void*>(buf_.get()), 0, n * sizeof(T));
       cap_ = n;
     }
     return buf_.get();
   }
+  // What the last get() returned (null before the first).
+  T* data() const { return buf_.get(); }
 
  private:
   struct Free {
