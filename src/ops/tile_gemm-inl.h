@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "base/aligned_scratch.h"
 #include "base/dtype.h"
