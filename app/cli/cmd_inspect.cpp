@@ -82,6 +82,7 @@ Runner add_inspect(CLI::App& app) {
     EngineOptions opts;
     opts.n_threads = 1;
     opts.kv_type = *kv_type;
+    opts.tune_on_first_use = false;  // inspect never decodes
     auto engine = Engine::load(*model_dir, opts);
     if (!engine.ok()) return fail(engine.status().message());
     const ModelInfo& info = engine.value()->info();

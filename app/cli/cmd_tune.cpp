@@ -10,6 +10,7 @@
 #include "base/cpus.h"
 #include "commands.h"
 #include "inkling/engine.h"
+#include "model/tuning_formats.h"
 #include "ops/tune_calibrate.h"
 #include "ops/tuning_cache.h"
 
@@ -27,30 +28,6 @@ struct TuneArgs {
   bool no_write = false, json = false;
 };
 
-// The calibration formats a model's storage needs ("BF16" -> bf16, "affine q4/g64" -> q4, ...).
-std::vector<std::string> model_formats(const ModelInfo& info) {
-  std::vector<std::string> out;
-  auto add = [&](const std::string& f) {
-    for (const auto& g : out)
-      if (g == f) return;
-    out.push_back(f);
-  };
-  for (const ModelInfo::Storage& s : info.storage) {
-    const std::string& f = s.format;
-    if (f == "BF16" || f == "F32")
-      add("bf16");
-    else if (f.rfind("affine q4", 0) == 0)
-      add("q4");
-    else if (f.rfind("affine q8", 0) == 0)
-      add("q8");
-    else if (f.rfind("affine q", 0) == 0)
-      add("q3");
-    else if (f == "nvfp4")
-      add("nvfp4");
-  }
-  return out;
-}
-
 int run_tune(const TuneArgs& args) {
   TuneArgs a = args;
   if (a.threads <= 0) a.threads = available_cpus();
@@ -61,9 +38,10 @@ int run_tune(const TuneArgs& args) {
   if (!a.model_dir.empty() && opt.formats.empty()) {
     EngineOptions eo;
     eo.n_threads = 1;
+    eo.tune_on_first_use = false;  // this command calibrates itself
     auto loaded = Engine::load(a.model_dir, eo);
     if (!loaded.ok()) return fail(loaded.status().message());
-    opt.formats = model_formats(loaded.value()->info());
+    opt.formats = decode_tuning_formats(loaded.value()->info());
   }
   for (const std::string& f : opt.formats)
     if (f != "bf16" && f != "q4" && f != "q8" && f != "q3" && f != "nvfp4")

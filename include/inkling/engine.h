@@ -35,6 +35,10 @@ struct EngineOptions {
   // Expert parallelism (docs/scale-out.md): when set, every MoE layer's routed experts run
   // through this executor (not owned; it must outlive the engine). Null: all run here.
   ExpertExecutor* expert_executor = nullptr;
+  // On the first start on a CPU and thread count without a decode tuning cache, with weights over
+  // four times the last-level cache (at least 256 MiB): calibrate decode for about 3 s and write
+  // the cache (docs/performance.md; INKLING_TUNE=off also skips it). Off: start with the defaults.
+  bool tune_on_first_use = true;
 };
 
 // A summary of the loaded model for programs (inspect, servers).

@@ -13,7 +13,9 @@
 #include "model/media_encode.h"
 #include "model/model.h"
 #include "model/session_impl.h"
+#include "model/tuning_formats.h"
 #include "ops/formats.h"
+#include "ops/tune_first_use.h"
 #include "ops/tuning_cache.h"
 
 namespace inkling {
@@ -302,6 +304,11 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   e->impl_->model = std::move(model);
   e->impl_->pool = std::make_unique<ThreadPool>(opts.n_threads);
   load_decode_tuning(e->impl_->pool->size());  // INKLING_TUNE / the cache (ops/tuning_cache.h)
+  // No cache yet for this CPU: calibrate once (ops/tune_first_use.h); not in expert-parallel
+  // runs, where every rank would measure at once.
+  if (opts.tune_on_first_use && !opts.expert_executor)
+    tune_on_first_use(*e->impl_->pool, decode_tuning_formats(e->impl_->info),
+                      e->impl_->info.mapped_bytes);
   return e;
 }
 

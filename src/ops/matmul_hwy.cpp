@@ -15,6 +15,7 @@
 #include "ops/affine_words-inl.h"
 #include "ops/e2m1-inl.h"
 
+#include "base/aligned_scratch.h"
 #include "ops/affine_words.h"
 #include "ops/tuning.h"
 
@@ -226,6 +227,19 @@ template <typename WT>
 void MatvecT(const float* x, int64_t n_tok, int64_t ldx, const WT* w, int64_t ld, int64_t cols,
              int64_t r0, int64_t r1, float* y, int64_t ldy) {
   const DF df;
+  // Several tokens: x rows not on cache lines (std::vector scratch) are copied to ones that are.
+  // Each x vector is read once per row tile, and split loads cost the 16-token kernel 0.84x of its
+  // speed in L2 (base/aligned_scratch.h); one token streams weights from memory and did not gain.
+  // The values and their order are unchanged.
+  if (n_tok > 1 &&
+      (reinterpret_cast<uintptr_t>(x) % 64 != 0 || (ldx * int64_t(sizeof(float))) % 64 != 0)) {
+    thread_local AlignedScratch<float> xa_buf;
+    const int64_t lda = (cols + 15) / 16 * 16;
+    float* xa = xa_buf.get(size_t(n_tok * lda));
+    for (int64_t t = 0; t < n_tok; ++t)
+      std::memcpy(xa + t * lda, x + t * ldx, size_t(cols) * sizeof(float));
+    return MatvecT(xa, n_tok, lda, w, ld, cols, r0, r1, y, ldy);
+  }
   if (n_tok == 1) {  // by default one sequential stream per thread (decode tuning may change it)
     const int rows = tuning(TuneParam::kDenseRows), pf = tuning(TuneParam::kDensePrefetch);
     if (rows >= 4) return OneTokenRows<4>(df, x, w, ld, cols, r0, r1, y, pf);
@@ -515,18 +529,18 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
   const DF df;
   const int64_t N = int64_t(hn::Lanes(df));
   const int64_t Tp = (n_tok + N - 1) / N * N, nrows = r1 - r0;
-  thread_local std::vector<float> xt, ct, wt;
-  if (xt.size() < size_t(K * Tp)) xt.resize(size_t(K * Tp));
-  if (ct.size() < size_t(nrows * Tp)) ct.resize(size_t(nrows * Tp));
-  const int64_t kstep = src.step();  // packed columns per weight tile
-  if (wt.size() < size_t(kNR * kstep)) wt.resize(size_t(kNR * kstep));
+  thread_local AlignedScratch<float> xt_buf, ct_buf, wt_buf;  // rows of x^T / ct on cache lines
+  const int64_t kstep = src.step();                           // packed columns per weight tile
+  float* const xt = xt_buf.get(size_t(K * Tp));
+  float* const ct = ct_buf.get(size_t(nrows * Tp));
+  float* const wt = wt_buf.get(size_t(kNR * kstep));
   // x^T: [K, Tp] in the source's column order, zero-padded tokens; 8 tokens at a time keeps the
   // writes contiguous.
   // (Tp is a multiple of the lane count only: with 4 lanes the last group may be narrower than 8.)
   for (int64_t t0 = 0; t0 < Tp; t0 += 8) {
     const int64_t tn = std::min<int64_t>(8, n_tok - t0), tw = std::min<int64_t>(8, Tp - t0);
     for (int64_t k = 0; k < K; ++k) {
-      float* dst = xt.data() + k * Tp + t0;
+      float* dst = xt + k * Tp + t0;
       const int64_t c = src.col(k);  // -1: an empty slot of the source's packing
       for (int64_t i = 0; i < tw; ++i) dst[i] = i < tn && c >= 0 ? x[(t0 + i) * ldx + c] : 0.f;
     }
@@ -545,10 +559,10 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
           hwy::Prefetch(run + b);
       }
       int64_t ldw = 0;
-      const float* tile = src.tile(df, r0 + rr, nr, k0, kc, wt.data(), &ldw);
-      MicroRows<kNR>(df, nr, tile, ldw, kc, xt.data() + k0 * Tp, Tp, ct.data() + rr * Tp, k0 == 0);
+      const float* tile = src.tile(df, r0 + rr, nr, k0, kc, wt, &ldw);
+      MicroRows<kNR>(df, nr, tile, ldw, kc, xt + k0 * Tp, Tp, ct + rr * Tp, k0 == 0);
       if (k0 + kc == K) {  // tile done: its nr results per token go out while still in L1
-        const float* c = ct.data() + rr * Tp;
+        const float* c = ct + rr * Tp;
         for (int64_t t = 0; t < n_tok; ++t) {
           float* yt = y + t * ldy + r0 + rr;
           for (int j = 0; j < nr; ++j) yt[j] = c[j * Tp + t];

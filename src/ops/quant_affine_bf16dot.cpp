@@ -21,6 +21,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
 #include "ops/quant_q4_bf16dot.h"
@@ -103,9 +104,9 @@ const Tables& tables(int bits) {
 
 // x of up to kMaxTok tokens in the kernel's order (3 bf16 parts) and per-group sums of x.
 struct Prepared {
-  std::vector<uint16_t> xq;  // [nt][xs]
-  std::vector<float> xsum;   // [nt][gs], zero padded
-  std::vector<float> sf;     // per-row scratch: kRowsMax scale rows + one bias row, gs each
+  AlignedScratch<uint16_t> xq;  // [nt][xs], on cache lines (every vector load of it is whole)
+  std::vector<float> xsum;      // [nt][gs], zero padded
+  std::vector<float> sf;        // per-row scratch: kRowsMax scale rows + one bias row, gs each
   int64_t xs = 0, gs = 0;
   // What xq / xsum were made from (consecutive products with the same activations reuse them;
   // a copy is compared, never a pointer).
@@ -153,7 +154,7 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, i
   const int64_t blocks = (cols + bc - 1) / bc;
   p.xs = blocks * xblock;
   p.gs = cols / group + 16;
-  if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
+  p.xq.get(size_t(nt * p.xs));
   if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
   if (p.sf.size() < size_t((kRowsMax + 1) * p.gs)) p.sf.resize(size_t((kRowsMax + 1) * p.gs));
   for (int t = 0; t < nt; ++t) {

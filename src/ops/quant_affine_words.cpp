@@ -22,6 +22,7 @@
 
 #include "ops/affine_words-inl.h"
 
+#include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/affine_words.h"
 #include "ops/tuning.h"
@@ -299,7 +300,8 @@ void WordsPass(int nt, const Call& c, const inkling::MatView& w, int64_t r0, int
 
 void AffineWordsRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::MatView& w,
                      int64_t r0, int64_t r1, float* y, int64_t ldy) {
-  thread_local std::vector<float> xp, xs, sf;
+  thread_local std::vector<float> xs, sf;
+  thread_local AlignedScratch<float> xp;  // permuted x on cache lines (base/aligned_scratch.h)
   const DF df;
   const int64_t N = int64_t(hn::Lanes(df));
   const AffineWordLayout& L = affine_word_layout(w.bits, int(N));
@@ -317,8 +319,7 @@ void AffineWordsRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
     const float* xb = x + t0 * ldx;
     if (xs.size() < size_t(nt * c.sfs)) xs.resize(size_t(nt * c.sfs));
     if (w.bits != 8) {
-      if (xp.size() < size_t(nt * c.xps)) xp.resize(size_t(nt * c.xps));
-      affine_words_permute_x(L, xb, nt, ldx, w.cols, xp.data(), c.xps);
+      affine_words_permute_x(L, xb, nt, ldx, w.cols, xp.get(size_t(nt * c.xps)), c.xps);
     }
     for (int t = 0; t < nt; ++t) {  // per-group sums of x (the bias term), zero padded
       for (int64_t g = 0; g < c.sfs; ++g) {

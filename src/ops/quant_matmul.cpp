@@ -20,6 +20,7 @@
 
 #include "ops/e2m1-inl.h"
 
+#include "base/aligned_scratch.h"
 #include "base/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -292,7 +293,8 @@ void AffineDispatch(const float* x, int64_t ldx, const float* xsum, const inklin
 
 void QuantMatmulRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::MatView& w,
                      int64_t r0, int64_t r1, float* y, int64_t ldy) {
-  thread_local std::vector<float> xsum, xp, sf, xs;
+  thread_local std::vector<float> xsum, sf, xs;
+  thread_local AlignedScratch<float> xp_buf;  // permuted x on cache lines (base/aligned_scratch.h)
   const bool affine = w.format == inkling::WeightFormat::kAffine;
   const int64_t ngroups = affine ? w.cols / w.group : 0;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
@@ -329,9 +331,9 @@ void QuantMatmulRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
     const int64_t N = int64_t(hn::Lanes(d)), WG = w.group / 8;
     if (w.bits == 4 && w.group % 8 == 0 && (WG & (WG - 1)) == 0) {
       const int64_t xps = (w.cols + 8 * N - 1) / (8 * N) * (8 * N);
-      if (xp.size() < size_t(nt * xps)) xp.resize(size_t(nt * xps));
+      float* const xp = xp_buf.get(size_t(nt * xps));
       if (sf.size() < size_t(5 * (ngroups + N))) sf.resize(size_t(5 * (ngroups + N)));
-      PermuteX(xb, ldx, nt, w.cols, N, xp.data(), xps);
+      PermuteX(xb, ldx, nt, w.cols, N, xp, xps);
       const int64_t sfs = ngroups + N;  // xsum again, padded per token
       if (xs.size() < size_t(nt * sfs)) xs.resize(size_t(nt * sfs));
       for (int t = 0; t < nt; ++t)
@@ -339,16 +341,16 @@ void QuantMatmulRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
           xs[size_t(t * sfs + g)] = g < ngroups ? xsum[size_t(t * ngroups + g)] : 0.f;
       switch (nt) {
         case 1:
-          Affine4Words<1, 4>(xp.data(), xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
+          Affine4Words<1, 4>(xp, xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
           break;
         case 2:
-          Affine4Words<2, 2>(xp.data(), xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
+          Affine4Words<2, 2>(xp, xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
           break;
         case 3:
-          Affine4Words<3, 2>(xp.data(), xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
+          Affine4Words<3, 2>(xp, xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
           break;
         default:
-          Affine4Words<4, 2>(xp.data(), xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
+          Affine4Words<4, 2>(xp, xps, xs.data(), w, r0, r1, yb, ldy, sf.data());
           break;
       }
       continue;

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
 #include "ops/tuning.h"
@@ -69,9 +70,9 @@ constexpr int64_t kXBlock = 384;  // prepared bf16 per 128 columns (4 steps x 3 
 
 // x of up to kMaxTok tokens in the kernel's order (3 bf16 parts), plus per-group sums of x.
 struct Prepared {
-  std::vector<uint16_t> xq;  // [nt][xs]
-  std::vector<float> xsum;   // [nt][gs], zero padded
-  std::vector<float> sf;     // per-row scratch: kRowsMax scale rows + one bias row, gs each
+  AlignedScratch<uint16_t> xq;  // [nt][xs], on cache lines (every vector load of it is whole)
+  std::vector<float> xsum;      // [nt][gs], zero padded
+  std::vector<float> sf;        // per-row scratch: kRowsMax scale rows + one bias row, gs each
   int64_t xs = 0, gs = 0;
   // What xq / xsum were made from: consecutive products with the same activations (gate and up,
   // every expert a decoded token visits) reuse them; a copy is compared, never a pointer.
@@ -95,7 +96,7 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, P
   p.xs = blocks * kXBlock;
   const int64_t ngroups = cols / group;
   p.gs = ngroups + 16;
-  if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
+  p.xq.get(size_t(nt * p.xs));
   if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
   if (p.sf.size() < size_t((kRowsMax + 1) * p.gs)) p.sf.resize(size_t((kRowsMax + 1) * p.gs));
   for (int t = 0; t < nt; ++t) {

@@ -30,8 +30,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
+#include "base/aligned_scratch.h"
 #include "base/dtype.h"
 
 #ifndef INK_TILE_FN
@@ -154,11 +154,12 @@ struct Driver {
                               float* y, int64_t ldy, int parts) {
     const int64_t Tp = round_up(n_tok, kBlock), Kp = round_up(K, kStep);
     const int64_t nrows = r1 - r0, Rp = round_up(nrows, kBlock);
-    thread_local std::vector<uint16_t> xa, wb;
-    thread_local std::vector<float> ct;
-    if (xa.size() < size_t(parts * Tp * Kp)) xa.resize(size_t(parts * Tp * Kp));
-    if (wb.size() < size_t(2 * kColBlock * kTileRows)) wb.resize(size_t(2 * kColBlock * 16));
-    if (ct.size() < size_t(Rp * Tp)) ct.resize(size_t(Rp * Tp));
+    // Tile rows on cache lines (base/aligned_scratch.h).
+    thread_local AlignedScratch<uint16_t> xa, wb;
+    thread_local AlignedScratch<float> ct;
+    xa.get(size_t(parts * Tp * Kp));
+    wb.get(size_t(2 * kColBlock * kTileRows));
+    ct.get(size_t(Rp * Tp));
     pack_x(x, n_tok, ldx, K, Tp, Kp, parts, xa.data());
     const TileConfig cfg = full_config();
     ops.config(cfg);

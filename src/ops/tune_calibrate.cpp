@@ -217,9 +217,10 @@ std::string describe(const DecodeTuning& t, const std::vector<TuneParam>& ps) {
   return s;
 }
 
-// The last-level cache of CPU 0 from sysfs (glibc's sysconf reported 320 MiB for the 32 MiB L3
-// of the Zen 4 VM), else sysconf, else 32 MiB.
-size_t llc_bytes() {
+}  // namespace
+
+// sysfs first: glibc's sysconf reported 320 MiB for the 32 MiB L3 of the Zen 4 VM.
+size_t last_level_cache_bytes() {
   size_t best = 0;
   for (int i = 0; i < 8; ++i) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
@@ -238,8 +239,10 @@ size_t llc_bytes() {
   return best;
 }
 
+namespace {
+
 size_t default_bytes() {
-  return std::clamp<size_t>(3 * llc_bytes(), size_t(128) << 20, size_t(512) << 20);
+  return std::clamp<size_t>(3 * last_level_cache_bytes(), size_t(128) << 20, size_t(512) << 20);
 }
 
 }  // namespace

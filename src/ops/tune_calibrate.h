@@ -34,6 +34,9 @@ struct CalibrateResult {
   double seconds = 0;
 };
 
+// The last-level cache of CPU 0 (sysfs, else sysconf, else 32 MiB).
+size_t last_level_cache_bytes();
+
 // Leaves the chosen values in effect (source "tune"). `log` gets one line per step (may be null).
 CalibrateResult calibrate_decode(ThreadPool& pool, const CalibrateOptions& opt,
                                  const std::function<void(const std::string&)>& log);
