@@ -1,7 +1,7 @@
 // MLX affine products (1, 2, 3, 4, 5, 6, 8 bits) for 1..16 tokens on CPUs with AVX512-VNNI and
 // AVX512-VBMI (Zen 4, Ice Lake server / Sapphire Rapids and later). The registry binds it for 4 and
-// 8 bits, and for the other widths where the exact AVX512-BF16 kernel is not available. Per group, y = s * sum(q x) + b * sum(x); the code sums
-// sum(q x) are done in integers: x is split, per lane set of 4 or 8 columns (below), into int8
+// 8 bits, and for the other widths where the exact AVX512-BF16 kernel is not available. Per
+// group, y = s * sum(q x) + b * sum(x); the code sums sum(q x) are done in integers: x is split, per lane set of 4 or 8 columns (below), into int8
 // parts with a power-of-two block scale, x ~= 2^E (a + 2^-8 c [+ 2^-16 d]), and VPDPBUSD
 // multiplies the u8 codes with the s8 parts (64 products per instruction, twice VDPBF16PS's 32).
 // The integer sums are exact; each group's sum is converted to f32, scaled by 2^(E-8) and the
