@@ -1,16 +1,16 @@
 // MLX affine products (1, 2, 3, 4, 5, 6, 8 bits) for 1..16 tokens on CPUs with AVX512-VNNI and
 // AVX512-VBMI (Zen 4, Ice Lake server / Sapphire Rapids and later). The registry binds it for 4 and
 // 8 bits, and for the other widths where the exact AVX512-BF16 kernel is not available. Per
-// group, y = s * sum(q x) + b * sum(x); the code sums sum(q x) are done in integers: x is split, per lane set of 4 or 8 columns (below), into int8
-// parts with a power-of-two block scale, x ~= 2^E (a + 2^-8 c [+ 2^-16 d]), and VPDPBUSD
-// multiplies the u8 codes with the s8 parts (64 products per instruction, twice VDPBF16PS's 32).
-// The integer sums are exact; each group's sum is converted to f32, scaled by 2^(E-8) and the
-// group scale, and accumulated in a fixed order, so the scalar twin below gives the same bits.
-// The bias term b * sum(x) uses f32 group sums of x (16 lanes, then a fixed reduction).
-// The only rounding beyond f32 accumulation is the split of x (DESIGN rule 12): with 3 parts
-// each element is within 2^(E-16) of x, where 2^E ~ max |x| of its lane set / 64..126, i.e.
-// within ~2^-22 of that maximum (f32 itself has 2^-24). 2 parts (2^(E-9)) measured 1.2-2.2e-4 of
-// max |logit| on the test models, over the 1e-4 parity tolerance; 3 parts stay near-exact.
+// group, y = s * sum(q x) + b * sum(x); the code sums sum(q x) are done in integers: x is split,
+// per lane set of 4 or 8 columns (below), into int8 parts with a power-of-two block scale, x ~= 2^E
+// (a + 2^-8 c [+ 2^-16 d]), and VPDPBUSD multiplies the u8 codes with the s8 parts (64 products per
+// instruction, twice VDPBF16PS's 32). The integer sums are exact; each group's sum is converted to
+// f32, scaled by 2^(E-8) and the group scale, and accumulated in a fixed order, so the scalar twin
+// below gives the same bits. The bias term b * sum(x) uses f32 group sums of x (16 lanes, then a
+// fixed reduction). The only rounding beyond f32 accumulation is the split of x (DESIGN rule 12):
+// with 3 parts each element is within 2^(E-16) of x, where 2^E ~ max |x| of its lane set / 64..126,
+// i.e. within ~2^-22 of that maximum (f32 itself has 2^-24). 2 parts (2^(E-9)) measured 1.2-2.2e-4
+// of max |logit| on the test models, over the 1e-4 parity tolerance; 3 parts stay near-exact.
 //
 // Layout. A chunk of a row's codes becomes byte vectors of codes: 64 columns (8 bits: the bytes as
 // stored; 1/2/3/5/6 bits: 8 * bits bytes, VPERMB gives qword i the bytes of columns 8i..8i+7 and
