@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
 #include "ops/tuning.h"
@@ -50,11 +51,12 @@ constexpr int kRowsMax = 4;
 
 // x of the call's tokens in the kernel's order, their group sums and scratch for row sidecars.
 struct Prepared {
-  std::vector<int8_t> xq;   // [nt][xs]: per chunk, kVnniParts x V x 64 parts
-  std::vector<float> fac;   // [nt][fs]: per span, 16 lane factors 2^(E-8)
-  std::vector<float> xsum;  // [nt][gs], zero padded
-  std::vector<float> sf;    // kRowsMax scale rows + kRowsMax bias rows, gs each
-  std::vector<float> tmp;   // a zero-padded copy of a partial last span
+  // xq and fac on cache lines (base/aligned_scratch.h): every vector load of them is whole.
+  AlignedScratch<int8_t> xq;  // [nt][xs]: per chunk, kVnniParts x V x 64 parts
+  AlignedScratch<float> fac;  // [nt][fs]: per span, 16 lane factors 2^(E-8)
+  std::vector<float> xsum;    // [nt][gs], zero padded
+  std::vector<float> sf;      // kRowsMax scale rows + kRowsMax bias rows, gs each
+  std::vector<float> tmp;     // a zero-padded copy of a partial last span
   int64_t xs = 0, fs = 0, gs = 0;
   // What the above were made from (consecutive products with the same activations, gate and up
   // or every expert a token visits, reuse them; a copy is compared, never a pointer).
@@ -184,8 +186,8 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_
   p.xs = spans * (span / C) * kVnniParts * V * 64;  // whole spans (1 or 2 chunks each)
   p.fs = spans * 16;
   p.gs = cols / group + 16;
-  if (p.xq.size() < size_t(nt * p.xs)) p.xq.resize(size_t(nt * p.xs));
-  if (p.fac.size() < size_t(nt * p.fs)) p.fac.resize(size_t(nt * p.fs));
+  p.xq.get(size_t(nt * p.xs));
+  p.fac.get(size_t(nt * p.fs));
   if (p.xsum.size() < size_t(nt * p.gs)) p.xsum.resize(size_t(nt * p.gs));
   if (p.sf.size() < size_t(2 * kRowsMax * p.gs)) p.sf.resize(size_t(2 * kRowsMax * p.gs));
   if (p.tmp.size() < size_t(span)) p.tmp.resize(size_t(span));
