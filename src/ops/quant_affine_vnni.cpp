@@ -381,6 +381,16 @@ void pass(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64
     rows_kernel<kBits, kCps, 2, 2>(p, t0, w, r0, r1, y, ldy, pf);
 }
 
+// A width other than 4 bits: group 128 spans two 64-column chunks, smaller groups one.
+template <int kBits>
+void pass_width(bool g128, const Prepared& p, int t0, int nt, const MatView& w, int64_t r0,
+                int64_t r1, float* y, int64_t ldy, int pf) {
+  if (g128)
+    pass<kBits, 2>(p, t0, nt, w, r0, r1, y, ldy, pf);
+  else
+    pass<kBits, 1>(p, t0, nt, w, r0, r1, y, ldy, pf);
+}
+
 bool cpu_has_vnni() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -434,31 +444,25 @@ void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
       const bool g128 = w.group == 128;  // two 64-column chunks per span (not for 4 bits)
       switch (w.bits) {
         case 1:
-          g128 ? pass<1, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
-               : pass<1, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          pass_width<1>(g128, p, int(t0), nt, w, rb, re, yb, ldy, pf);
           break;
         case 2:
-          g128 ? pass<2, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
-               : pass<2, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          pass_width<2>(g128, p, int(t0), nt, w, rb, re, yb, ldy, pf);
           break;
         case 3:
-          g128 ? pass<3, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
-               : pass<3, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          pass_width<3>(g128, p, int(t0), nt, w, rb, re, yb, ldy, pf);
           break;
         case 4:
           pass<4, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
           break;
         case 5:
-          g128 ? pass<5, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
-               : pass<5, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          pass_width<5>(g128, p, int(t0), nt, w, rb, re, yb, ldy, pf);
           break;
         case 6:
-          g128 ? pass<6, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
-               : pass<6, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          pass_width<6>(g128, p, int(t0), nt, w, rb, re, yb, ldy, pf);
           break;
         default:
-          g128 ? pass<8, 2>(p, int(t0), nt, w, rb, re, yb, ldy, pf)
-               : pass<8, 1>(p, int(t0), nt, w, rb, re, yb, ldy, pf);
+          pass_width<8>(g128, p, int(t0), nt, w, rb, re, yb, ldy, pf);
           break;
       }
     }

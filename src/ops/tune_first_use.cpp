@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 #include "base/cpus.h"
@@ -29,11 +30,9 @@ std::string tune_on_first_use(ThreadPool& pool, const std::vector<std::string>& 
   const int threads = int(pool.size());
   const std::string path = tuning_cache_path(threads);
   if (path.empty()) return "";  // no cache directory: nowhere to keep the result
-  TuningFile existing;
-  std::string err;
-  bool missing = false;
-  if (!read_tuning_file(path, &existing, &err, &missing) && !missing) return "";  // warned at load
-  if (!missing) return "";  // a file for another CPU or thread count, warned at load
+  // Any file there (another CPU or thread count, damaged) was warned about when it was loaded.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) || ec) return "";
   done = true;
 
   std::string fmts;
@@ -55,6 +54,7 @@ std::string tune_on_first_use(ThreadPool& pool, const std::vector<std::string>& 
   f.measured["seconds"] = r.seconds;
   f.measured["first_use"] = true;
   set_decode_tuning(r.tuning, "first use " + path);
+  std::string err;
   if (!write_tuning_file(path, f, &err)) {
     std::fprintf(stderr, "inkling: warning: decode tuning not cached: %s\n", err.c_str());
     return path;
