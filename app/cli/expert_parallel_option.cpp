@@ -10,8 +10,8 @@ void add_expert_parallel_options(CLI::App& app, ExpertParallelArgs* a) {
                "run under mpirun: the routed experts are spread over the ranks (expert e on rank "
                "e mod N); rank 0 runs everything else (docs/scale-out.md)");
   app.add_option("--ep-timeout", a->timeout_s,
-                 "with --expert-parallel: seconds a rank may take to answer before rank 0 "
-                 "reports it dead and exits")
+                 "with --expert-parallel: seconds a rank may take to answer (and MPI's "
+                 "start-up to complete) before rank 0 reports it dead and exits")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
   app.add_flag("--ep-stats", a->stats,

@@ -118,19 +118,30 @@ if [ "$NP" = 2 ] && [ -n "$MAKER" ]; then
 fi
 
 # A rank killed (SIGKILL, -np 2) or hung (SIGSTOP, -np 3) mid-run: rank 0 reports it within
-# --ep-timeout (1 s) and aborts the job. On a killed rank mpirun would end the job itself (naming
+# --ep-timeout (2 s) and aborts the job. On a killed rank mpirun would end the job itself (naming
 # the rank); --enable-recovery stops it doing so, so that rank 0's own deadline is what is tested
 # (mpirun then exits 0 whatever its ranks return, so only the hung case checks the exit code).
+# The victim is stopped once rank 0 prints tokens (past MPI's start-up and the handshake, which
+# may take a while on a loaded machine), so the deadline under test is the exchange's.
+# `startup`: a rank hung before MPI's start-up completes (stopped as soon as it exists), which
+# would block MPI_Init_thread on every rank for ever: rank 0 reports it within --ep-timeout.
 stop_rank() {
   local sig=$1 name=$2 extra=()
   [ "$sig" = KILL ] && extra=(--enable-recovery)
   local start=$(date +%s)
   "${MPIRUN[@]}" "${extra[@]}" "$INKLING" generate -m "$FIX/full/hf" --token-ids 1,2,3 \
     -n 1000000 -c 2000000 --logit-bias 498=-100 --temp 0 -t 1 --expert-parallel \
-    --ep-timeout 1 >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    --ep-timeout 2 >"$TMP/$name.out" 2>"$TMP/$name.err" &
   local mp=$!
-  local victim=$(rank_pid $mp $((NP - 1)))
-  sleep 0.5
+  local victim=$(rank_pid $mp $((NP - 1))) want="rank $((NP - 1)) did not answer"
+  # Stopped before the handshake's message at the latest: the start-up's deadline or the
+  # handshake's.
+  [ "$name" = startup ] &&
+    want="(rank [0-9]+: MPI start-up did not complete|rank $((NP - 1)) did not report its model)"
+  if [ "$name" != startup ]; then
+    for _ in $(seq 600); do [ -s "$TMP/$name.out" ] && break; sleep 0.1; done
+    [ -s "$TMP/$name.out" ] || bad "$name rank: rank 0 printed nothing in 60 s"
+  fi
   [ -n "$victim" ] && kill "-$sig" "$victim"
   # Never a hang: give up after 30 s.
   for _ in $(seq 300); do kill -0 $mp 2>/dev/null || break; sleep 0.1; done
@@ -146,14 +157,15 @@ stop_rank() {
     bad "$name rank: rank $((NP - 1)) not found"
   elif [ $rc = 0 ] && [ "$sig" != KILL ]; then
     bad "$name rank: mpirun exited 0"
-  elif ! grep -q "error: \[expert-parallel\] rank $((NP - 1)) did not answer" "$TMP/$name.err"; then
+  elif ! grep -Eq "error: \[expert-parallel\] $want" "$TMP/$name.err"; then
     bad "$name rank: no clear error from rank 0: $(head -5 "$TMP/$name.err")"
   else
-    echo "ok: $name rank reported by rank 0 (${elapsed}s, exit $rc): $(grep -m1 'expert-parallel' "$TMP/$name.err")"
+    echo "ok: $name rank reported (${elapsed}s, exit $rc): $(grep -m1 'expert-parallel' "$TMP/$name.err")"
   fi
 }
 [ "$NP" = 2 ] && stop_rank KILL killed
 [ "$NP" -ge 3 ] && stop_rank STOP hung
+[ "$NP" -ge 3 ] && stop_rank STOP startup
 
 # Another model folder on the last rank (same tensors, another config.json): refused on rank 0.
 if [ "$NP" -ge 3 ]; then

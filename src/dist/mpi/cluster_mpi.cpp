@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -431,6 +432,45 @@ MpiCluster::~MpiCluster() {
   MPI_Finalize();
 }
 
+// MPI_Init_thread waits for every rank of the job (its wire-up) with no deadline of its own: a
+// rank that hangs or dies before it gets there would block the others for ever. This bounds the
+// start-up by the same --ep-timeout; past it the process reports and exits (mpirun then ends
+// the job).
+class StartupWatchdog {
+ public:
+  explicit StartupWatchdog(double timeout_s)
+      : thread_([this, timeout_s] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (cv_.wait_for(lock, std::chrono::microseconds(int64_t(timeout_s * 1e6)),
+                           [this] { return done_; }))
+            return;
+          const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+          if (!rank) rank = std::getenv("PMIX_RANK");
+          std::fprintf(stderr,
+                       "error: [expert-parallel] rank %s: MPI start-up did not complete within %d "
+                       "s (--ep-timeout): a rank died, hangs or its host is unreachable\n",
+                       rank ? rank : "?", int(timeout_s));
+          std::fflush(stderr);
+          std::_Exit(1);
+        }) {}
+  ~StartupWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  StartupWatchdog(const StartupWatchdog&) = delete;
+  StartupWatchdog& operator=(const StartupWatchdog&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: started once the members it uses exist
+};
+
 }  // namespace
 
 bool Cluster::available() {
@@ -442,8 +482,11 @@ Result<std::unique_ptr<Cluster>> Cluster::init(const ClusterOptions& opts) {
   MPI_Initialized(&inited);
   if (inited) return Status::error("[expert-parallel] MPI is already initialised");
   int provided = 0;
-  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-    return Status::error("[expert-parallel] MPI_Init_thread failed");
+  {
+    const StartupWatchdog watchdog(opts.timeout_s);
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      return Status::error("[expert-parallel] MPI_Init_thread failed");
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
