@@ -272,6 +272,19 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
   const __m512i perm = _mm512_load_si512(perm_arr), shifts = _mm512_load_si512(shift_arr);
   const __m512 inv256 = _mm512_set1_ps(1.f / 256.f);
   float* sfb = const_cast<float*>(p.sf.data());
+  // p's buffers and strides in locals: the compiler otherwise reloads them (a thread_local) in
+  // every span.
+  const int8_t* const xq = p.xq.data();
+  const float* const facs = p.fac.data();
+  const float* const xsums = p.xsum.data();
+  const int64_t xq_stride = p.xs, fac_stride = p.fs;
+  // Every span but the last lies whole inside the row: its chunks load under a constant mask.
+  __mmask64 last_mask[kCps];
+  for (int ch = 0; ch < kCps; ++ch)
+    last_mask[ch] = bytes_mask(
+        std::min(kChunkBytes, row_bytes - ((spans - 1) * kSpanBytes + ch * kChunkBytes)));
+  constexpr __mmask64 kFullMask =
+      kChunkBytes >= 64 ? ~__mmask64(0) : (__mmask64(1) << kChunkBytes) - 1;
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
@@ -291,7 +304,7 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
       float* b = sfb + (kRowsMax + i) * gs;
       row_sidecars(w, rb + i, ngroups, gs, s, b);
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-        const float* xsum = p.xsum.data() + (t0 + t) * gs;
+        const float* xsum = xsums + (t0 + t) * gs;
         __m512 a = _mm512_setzero_ps();
         for (int64_t g = 0; g < ngroups; g += 16)
           a = _mm512_fmadd_ps(_mm512_loadu_ps(b + g), _mm512_loadu_ps(xsum + g), a);
@@ -306,11 +319,12 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
     for (int64_t sp = 0; sp < spans; ++sp) {
       // The span's code vectors of every row (masked loads: never past the row's end).
       __m512i q[kCps][V][R];
+      const bool last = sp + 1 == spans;
       _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
         _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch) {
           const int64_t off = sp * kSpanBytes + ch * kChunkBytes;
-          const __m512i raw = _mm512_maskz_loadu_epi8(
-              bytes_mask(std::min(kChunkBytes, row_bytes - off)), codes[i] + off);
+          const __m512i raw =
+              _mm512_maskz_loadu_epi8(last ? last_mask[ch] : kFullMask, codes[i] + off);
           if (pf > 0) _mm_prefetch(ahead[i] + off, _MM_HINT_T0);
           if constexpr (kVbmi) {
             q[ch][0][i] = _mm512_and_si512(
@@ -330,7 +344,7 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
         sv[i] = gps > 1 ? _mm512_permutexvar_ps(idx, _mm512_loadu_ps(s)) : _mm512_set1_ps(s[0]);
       }
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-        const int8_t* xb = p.xq.data() + (t0 + t) * p.xs + sp * kXSpan;
+        const int8_t* xb = xq + (t0 + t) * xq_stride + sp * kXSpan;
         __m512i xa[kCps][V], xc[kCps][V], xd[kCps][V];
         _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
             _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) {
@@ -339,7 +353,7 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
           if constexpr (kVnniParts > 2)
             xd[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 2) * V + v) * 64);
         }
-        const __m512 fac = _mm512_loadu_ps(p.fac.data() + (t0 + t) * p.fs + sp * 16);
+        const __m512 fac = _mm512_loadu_ps(facs + (t0 + t) * fac_stride + sp * 16);
         _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
           __m512i acc = _mm512_setzero_si512();
           _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
