@@ -413,11 +413,40 @@ struct Affine4Tiles {
     const size_t ssz = dtype_size(w->scale_dtype);
     const bool fp4 = w->format == inkling::WeightFormat::kNvfp4;
     alignas(64) float sc[hn::MaxLanes(df)] = {}, bi[hn::MaxLanes(df)] = {};
+    // The affine groups the tile's columns fall in, [g0, g1): their scales and biases as f32 once
+    // per row (the per-lane lookups below then stay in registers and L1; group % 8 == 0).
+    const int64_t g0 = k0 / w->group, g1 = (k0 + kc - 1) / w->group + 1;
+    // Zero-padded so that a whole vector can be loaded from any group of the tile.
+    alignas(64) float gs[kKc / 8 + 1 + hn::MaxLanes(df)] = {};
+    alignas(64) float gb[kKc / 8 + 1 + hn::MaxLanes(df)] = {};
+    // Blocks of 8N columns start at multiples of 8N. When 8N is a multiple of the group, a block
+    // starts a group and lane l's group is the block's first plus 8l / group: a permutation of one
+    // vector load. When the group is a multiple of 8N, a block lies in one group. Otherwise the
+    // lanes look their groups up one by one.
+    const bool lookup = (8 * N) % w->group == 0, whole = w->group % (8 * N) == 0;
+    alignas(64) int32_t lane_group[hn::MaxLanes(df)] = {};
+    for (int64_t l = 0; l < N; ++l) lane_group[l] = int32_t(lookup ? 8 * l / w->group : 0);
+    const auto perm = hn::SetTableIndices(df, lane_group);
     for (int i = 0; i < nr; ++i) {
       const uint32_t* words = reinterpret_cast<const uint32_t*>(w->row(r + i)) + k0 / 8;
       const uint8_t* srow = w->scales + size_t((r + i) * w->scale_stride) * ssz;
       const uint8_t* brow = fp4 ? nullptr : w->biases + size_t((r + i) * w->scale_stride) * ssz;
       float* dst = buf + i * kc;
+      if (!fp4) {
+        if (w->scale_dtype == DType::BF16) {
+          const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
+          const uint16_t* b16 = reinterpret_cast<const uint16_t*>(brow);
+          for (int64_t g = g0; g < g1; ++g) {
+            gs[g - g0] = bits_to_f32(uint32_t(load_unaligned(s16 + g)) << 16);
+            gb[g - g0] = bits_to_f32(uint32_t(load_unaligned(b16 + g)) << 16);
+          }
+        } else {
+          for (int64_t g = g0; g < g1; ++g) {
+            gs[g - g0] = load_as_f32(w->scale_dtype, srow, size_t(g));
+            gb[g - g0] = load_as_f32(w->scale_dtype, brow, size_t(g));
+          }
+        }
+      }
       for (int64_t v = 0; v < kc; v += 8 * N) {
         const auto cw = hn::LoadU(du, words + v / 8);
         const auto m15 = hn::Set(du, 15u);
@@ -432,12 +461,22 @@ struct Affine4Tiles {
           }
           continue;
         }
-        for (int64_t l = 0; l < N; ++l) {  // lane l: original columns k0 + v + 8l .. + 7
-          const size_t g = size_t((k0 + v + 8 * l) / w->group);
-          sc[l] = load_as_f32(w->scale_dtype, srow, g);
-          bi[l] = load_as_f32(w->scale_dtype, brow, g);
+        VF vs, vb;
+        const int64_t gv = (k0 + v) / w->group - g0;
+        if (lookup) {
+          vs = hn::TableLookupLanes(hn::LoadU(df, gs + gv), perm);
+          vb = hn::TableLookupLanes(hn::LoadU(df, gb + gv), perm);
+        } else if (whole) {
+          vs = hn::Set(df, gs[gv]);
+          vb = hn::Set(df, gb[gv]);
+        } else {
+          for (int64_t l = 0; l < N; ++l) {  // lane l: original columns k0 + v + 8l .. + 7
+            const int64_t g = (k0 + v + 8 * l) / w->group - g0;
+            sc[l] = gs[g];
+            bi[l] = gb[g];
+          }
+          vs = hn::Load(df, sc), vb = hn::Load(df, bi);
         }
-        const VF vs = hn::Load(df, sc), vb = hn::Load(df, bi);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
           const auto q = hn::And(hn::ShiftRightSame(cw, 4 * j), m15);

@@ -52,14 +52,16 @@ void AffineRows(const float* x, int64_t ldx, const float* xsum, const inkling::M
     const uint8_t* srow = w.scales + size_t(r * w.scale_stride) * ssz;
     const uint8_t* brow = w.biases + size_t(r * w.scale_stride) * ssz;
     decltype(hn::Zero(d)) tot[NT];
-    float bsum[NT];
-    for (int t = 0; t < NT; ++t) tot[t] = hn::Zero(d), bsum[t] = 0.f;
+    float bsum[NT], tsum[NT];  // tsum: the groups' scalar tails (none for groups of 32k)
+    for (int t = 0; t < NT; ++t) tot[t] = hn::Zero(d), bsum[t] = 0.f, tsum[t] = 0.f;
+    bool tails = false;
     for (int64_t g = 0; g < ngroups; ++g) {
       decltype(hn::Zero(d)) acc[NT];
       for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(d);
       const int64_t c_end = (g + 1) * group;
+      int64_t c = g * group;  // whole vectors, then [c, c_end) one column at a time
       if constexpr (kBits == 4) {
-        for (int64_t c = g * group; c < c_end; c += 2 * N) {
+        for (; c % 2 == 0 && c + 2 * N <= c_end; c += 2 * N) {
           const auto q = hn::PromoteTo(du, hn::LoadU(d8, codes + c / 2));
           const auto lo = hn::ConvertTo(d, hn::BitCast(di, hn::And(q, hn::Set(du, 15u))));
           const auto hi = hn::ConvertTo(d, hn::BitCast(di, hn::ShiftRight<4>(q)));
@@ -71,7 +73,7 @@ void AffineRows(const float* x, int64_t ldx, const float* xsum, const inkling::M
           }
         }
       } else {
-        for (int64_t c = g * group; c < c_end; c += N) {
+        for (; c + N <= c_end; c += N) {
           const auto q =
               hn::ConvertTo(d, hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(d8, codes + c))));
           for (int t = 0; t < NT; ++t)
@@ -79,13 +81,27 @@ void AffineRows(const float* x, int64_t ldx, const float* xsum, const inkling::M
         }
       }
       const float s = load_scale(w.scale_dtype, srow, g), b = load_scale(w.scale_dtype, brow, g);
+      if (c < c_end) {  // a group that is not a whole number of vectors (or starts mid-byte)
+        tails = true;
+        for (int t = 0; t < NT; ++t) {
+          float a = 0.f;
+          for (int64_t k = c; k < c_end; ++k) {
+            const int q = kBits == 4 ? (codes[k / 2] >> (4 * (k % 2))) & 15 : codes[k];
+            a += x[t * ldx + k] * float(q);
+          }
+          tsum[t] += s * a;
+        }
+      }
       const auto vs = hn::Set(d, s);
       for (int t = 0; t < NT; ++t) {
         tot[t] = hn::MulAdd(vs, acc[t], tot[t]);
         bsum[t] += b * xsum[t * ngroups + g];
       }
     }
-    for (int t = 0; t < NT; ++t) y[t * ldy + r] = hn::GetLane(hn::SumOfLanes(d, tot[t])) + bsum[t];
+    for (int t = 0; t < NT; ++t) {
+      const float v = hn::GetLane(hn::SumOfLanes(d, tot[t]));
+      y[t * ldy + r] = (tails ? v + tsum[t] : v) + bsum[t];
+    }
   }
 }
 

@@ -276,9 +276,34 @@ TEST(QuantMatmul, JoinHalvesOfFusedTensors) {
     }
 }
 
+// Groups that are not a whole number of vectors (40 and 48 columns: 2.5 and 3 vectors of 16 on
+// AVX3, 5 and 6 of 8 on AVX2) or start mid-byte (5 columns, 4-bit): the checkpoints' groups are
+// 32/64/128 (the loader refuses others), but views made by hand reach the registry with any group
+// that divides the row. 4 and 8 bits, 1..33 tokens, every compiled target, against the scalar
+// twin. (The Highway kernel once read past such a group into the next with the wrong scale.)
+TEST(QuantMatmul, AffineGroupsOfAnyLengthMatchScalarTwin) {
+  std::mt19937 rng(53);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    for (int bits : {4, 8})
+      for (int group : {40, 48, 5}) {
+        QMat q = make_affine(9, 1200, bits, group, DType::BF16, 1, rng);
+        for (int64_t n_tok : {1, 2, 13, 33})
+          compare(q.view, n_tok, rng,
+                  std::string(hwy::TargetName(target)) + " q" + std::to_string(bits) + " g" +
+                      std::to_string(group) + " tok " + std::to_string(n_tok),
+                  0.f, 1.f, matmul_rows);
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+}
+
 // 8+ tokens against MLX 4-bit and NVFP4 views go through the gemm with tiles dequantized once
-// (where hwy_gemm_q4_supported): odd token counts, groups 32/64/128, scale dtypes, strided rows,
-// row and column slices, on every compiled target; matmul_rows against the scalar twin.
+// (where hwy_gemm_q4_supported): odd token counts, groups 32/64/128 (and 40), scale dtypes, strided
+// rows, row and column slices, on every compiled target; matmul_rows against the scalar twin.
 TEST(QuantMatmul, Affine4GemmMatchesScalarTwin) {
   std::mt19937 rng(51);
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
