@@ -518,6 +518,7 @@ struct AffineWordTiles {
     const int64_t row_words = w->cols * kBits / 32;
     const size_t ssz = dtype_size(w->scale_dtype);
     alignas(32) float sc[8][hn::MaxLanes(d8)], bi[8][hn::MaxLanes(d8)];
+    float cs[hn::MaxLanes(d8)], cb[hn::MaxLanes(d8)];
     alignas(32) uint32_t tail[8 * 8 + 8];
     for (int i = 0; i < nr; ++i) {
       const int64_t row = r + i;
@@ -535,12 +536,23 @@ struct AffineWordTiles {
           std::memcpy(tail, src, size_t(std::min(bw, row_words - w0)) * 4);
           src = tail;
         }
+        // The block's N chunks of 32 columns each lie in one group (32 | group): their scales and
+        // biases as f32 once, then lane k of word vector vi takes its chunk's.
+        for (int64_t ch = 0; ch < N; ++ch) {
+          const size_t g = size_t(std::min(b * per + 32 * ch, w->cols - 1) / w->group);
+          if (w->scale_dtype == DType::BF16) {
+            cs[ch] = ScalarW(reinterpret_cast<const uint16_t*>(srow), int64_t(g));
+            cb[ch] = ScalarW(reinterpret_cast<const uint16_t*>(brow), int64_t(g));
+          } else {
+            cs[ch] = load_as_f32(w->scale_dtype, srow, g);
+            cb[ch] = load_as_f32(w->scale_dtype, brow, g);
+          }
+        }
         for (int vi = 0; vi < kBits; ++vi)
           for (int64_t k = 0; k < N; ++k) {  // lane k: its chunk's group
-            const int64_t c = b * per + 32 * L->chunk[size_t(vi * N + k)];
-            const size_t g = size_t(std::min(c, w->cols - 1) / w->group);
-            sc[vi][k] = load_as_f32(w->scale_dtype, srow, g);
-            bi[vi][k] = load_as_f32(w->scale_dtype, brow, g);
+            const int32_t ch = L->chunk[size_t(vi * N + k)];
+            sc[vi][k] = cs[ch];
+            bi[vi][k] = cb[ch];
           }
         for (int vi = 0; vi < kBits; ++vi) {
           const auto cw = hn::LoadU(du, src + vi * N);
