@@ -47,7 +47,12 @@ void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float*
     run_kernel(x, n_tok, ldx, w, 0, w.rows, y, ldy, inv);
     return;
   }
-  const int64_t split = n_tok == 1 ? tuning(TuneParam::kSplitRows) : 0;
+  // Dense decode: blocks of rows claimed in turn balance a thread that other work slows down
+  // (1.03-1.09x the bf16 slice's decode on the shared Zen 4 VM, docs/performance.md). Quantized
+  // views keep one band per thread: their kernels check the prepared x on every call, which per
+  // block cost the 8-bit slice 3% there.
+  const int64_t split =
+      n_tok == 1 && w.format == WeightFormat::kDense ? tuning(TuneParam::kSplitRows) : 0;
   if (split > 0) {  // decode tuning: blocks of `split` rows claimed by the threads in turn
     const int64_t blocks = (w.rows + split - 1) / split;
     pool->parallel_for_chunks(size_t(blocks), size_t(blocks), [&](size_t b, size_t e) {

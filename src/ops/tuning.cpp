@@ -8,8 +8,9 @@ namespace inkling {
 
 namespace {
 constexpr TuneParamInfo kInfo[kTuneParams] = {
-    {"split_rows", 0, 0, 1 << 20,
-     "0: one band of rows per thread; N: blocks of N rows claimed by the threads in turn"},
+    {"split_rows", 256, 0, 1 << 20,
+     "dense decode: 0: one band of rows per thread; N: blocks of N rows claimed by the threads in "
+     "turn"},
     {"dense_rows", 1, 1, 4, "dense decode: rows streamed at once (1, 2 or 4)"},
     {"dense_prefetch", 0, 0, 64, "dense decode: prefetch the row this many rows ahead (0: none)"},
     {"q4_rows", 4, 1, 4, "4-bit / NVFP4 bf16-dot decode: rows per block (1, 2 or 4)"},

@@ -19,8 +19,9 @@
 namespace inkling {
 
 enum class TuneParam : int {
-  kSplitRows,       // 0: one contiguous band of rows per thread; N: blocks of N rows claimed in
-                    // turn by the threads (balances threads slowed by other work)
+  kSplitRows,       // dense f32/bf16 decode: 0: one contiguous band of rows per thread; N: blocks
+                    // of N rows claimed in turn by the threads (balances threads slowed by other
+                    // work)
   kDenseRows,       // dense f32/bf16 decode: rows streamed at once (1, 2 or 4)
   kDensePrefetch,   // dense decode: software prefetch of the row this many rows ahead (0: none)
   kQ4Rows,          // 4-bit / NVFP4 AVX512-BF16 decode: rows per block (1, 2 or 4)
