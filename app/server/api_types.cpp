@@ -33,6 +33,14 @@ const ojson* field(const ojson& o, const char* key) {
   return it == o.end() || it->is_null() ? nullptr : &*it;
 }
 
+std::optional<ApiError> get_string(const ojson& o, const char* key, const std::string& where,
+                                   std::string* out) {
+  const ojson* v = field(o, key);
+  if (!v || !v->is_string()) return type_error(where + "." + key, "a string");
+  *out = v->get<std::string>();
+  return std::nullopt;
+}
+
 namespace {
 
 using Err = std::optional<ApiError>;

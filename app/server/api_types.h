@@ -32,6 +32,10 @@ ApiError bad_request(std::string message, std::string param = "", std::string co
 ApiError type_error(const std::string& param, const std::string& what);
 // A field's value, or nullptr when absent or null (OpenAI treats null as "not given").
 const ojson* field(const ojson& o, const char* key);
+// The string field `key` of o into *out, or a type error naming where.key when it is absent or
+// not a string.
+std::optional<ApiError> get_string(const ojson& o, const char* key, const std::string& where,
+                                   std::string* out);
 
 inline constexpr int kMaxChoices = 16;  // the largest `n`
 

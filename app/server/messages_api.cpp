@@ -15,13 +15,6 @@ namespace {
 
 using Err = std::optional<ApiError>;
 
-Err get_string(const ojson& o, const char* key, const std::string& where, std::string* out) {
-  const ojson* v = field(o, key);
-  if (!v || !v->is_string()) return type_error(where + "." + key, "a string");
-  *out = v->get<std::string>();
-  return std::nullopt;
-}
-
 // Text of a string or a list of text blocks (system, tool_result.content).
 Err text_of(const ojson& c, const std::string& where, std::string* out) {
   if (c.is_string()) {

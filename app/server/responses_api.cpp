@@ -77,13 +77,6 @@ Err content_text(const ojson& c, const std::string& where, std::string* out) {
   return std::nullopt;
 }
 
-Err get_string(const ojson& o, const char* key, const std::string& where, std::string* out) {
-  const ojson* v = field(o, key);
-  if (!v || !v->is_string()) return type_error(where + "." + key, "a string");
-  *out = v->get<std::string>();
-  return std::nullopt;
-}
-
 Err convert_input(const ojson& input, ojson* messages) {
   if (input.is_string()) {
     messages->push_back({{"role", "user"}, {"content", input}});
