@@ -44,6 +44,12 @@ HWY_INLINE float ScalarW(const float* p, int64_t i) {
 HWY_INLINE float ScalarW(const uint16_t* p, int64_t i) {
   return bits_to_f32(uint32_t(load_unaligned(p + i)) << 16);
 }
+// Group g's scale (or bias) from a row of them stored as `t`: bf16 inline, other dtypes through
+// load_as_f32.
+HWY_INLINE float GroupValue(DType t, const uint8_t* row, int64_t g) {
+  return t == DType::BF16 ? ScalarW(reinterpret_cast<const uint16_t*>(row), g)
+                          : load_as_f32(t, row, size_t(g));
+}
 HWY_INLINE float Sum(DF df, VF v) {
   return hn::GetLane(hn::SumOfLanes(df, v));
 }
@@ -432,20 +438,9 @@ struct Affine4Tiles {
       const uint8_t* srow = w->scales + size_t((r + i) * w->scale_stride) * ssz;
       const uint8_t* brow = fp4 ? nullptr : w->biases + size_t((r + i) * w->scale_stride) * ssz;
       float* dst = buf + i * kc;
-      if (!fp4) {
-        if (w->scale_dtype == DType::BF16) {
-          const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
-          const uint16_t* b16 = reinterpret_cast<const uint16_t*>(brow);
-          for (int64_t g = g0; g < g1; ++g) {
-            gs[g - g0] = bits_to_f32(uint32_t(load_unaligned(s16 + g)) << 16);
-            gb[g - g0] = bits_to_f32(uint32_t(load_unaligned(b16 + g)) << 16);
-          }
-        } else {
-          for (int64_t g = g0; g < g1; ++g) {
-            gs[g - g0] = load_as_f32(w->scale_dtype, srow, size_t(g));
-            gb[g - g0] = load_as_f32(w->scale_dtype, brow, size_t(g));
-          }
-        }
+      for (int64_t g = g0; !fp4 && g < g1; ++g) {
+        gs[g - g0] = GroupValue(w->scale_dtype, srow, g);
+        gb[g - g0] = GroupValue(w->scale_dtype, brow, g);
       }
       for (int64_t v = 0; v < kc; v += 8 * N) {
         const auto cw = hn::LoadU(du, words + v / 8);
@@ -539,14 +534,9 @@ struct AffineWordTiles {
         // The block's N chunks of 32 columns each lie in one group (32 | group): their scales and
         // biases as f32 once, then lane k of word vector vi takes its chunk's.
         for (int64_t ch = 0; ch < N; ++ch) {
-          const size_t g = size_t(std::min(b * per + 32 * ch, w->cols - 1) / w->group);
-          if (w->scale_dtype == DType::BF16) {
-            cs[ch] = ScalarW(reinterpret_cast<const uint16_t*>(srow), int64_t(g));
-            cb[ch] = ScalarW(reinterpret_cast<const uint16_t*>(brow), int64_t(g));
-          } else {
-            cs[ch] = load_as_f32(w->scale_dtype, srow, g);
-            cb[ch] = load_as_f32(w->scale_dtype, brow, g);
-          }
+          const int64_t g = std::min(b * per + 32 * ch, w->cols - 1) / w->group;
+          cs[ch] = GroupValue(w->scale_dtype, srow, g);
+          cb[ch] = GroupValue(w->scale_dtype, brow, g);
         }
         for (int vi = 0; vi < kBits; ++vi)
           for (int64_t k = 0; k < N; ++k) {  // lane k: its chunk's group
