@@ -124,7 +124,10 @@ fi
 # The victim is stopped once rank 0 prints tokens (past MPI's start-up and the handshake, which
 # may take a while on a loaded machine), so the deadline under test is the exchange's.
 # `startup`: a rank hung before MPI's start-up completes (stopped as soon as it exists), which
-# would block MPI_Init_thread on every rank for ever: rank 0 reports it within --ep-timeout.
+# would block MPI_Init_thread on every rank for ever: rank 0 reports it within --ep-timeout. Under
+# load the stop may come just after the start-up instead, before the rank reports its model:
+# then the handshake's deadline fires, and rank 0 ends the job (MPI_Finalize would wait for the
+# stopped rank for ever).
 stop_rank() {
   local sig=$1 name=$2 extra=()
   [ "$sig" = KILL ] && extra=(--enable-recovery)
@@ -148,7 +151,7 @@ stop_rank() {
   if kill -0 $mp 2>/dev/null; then
     kill -KILL $mp
     [ -n "$victim" ] && kill -KILL "$victim" 2>/dev/null
-    bad "$name rank: rank 0 still running after 30 s"
+    bad "$name rank: rank 0 still running after 30 s: $(head -3 "$TMP/$name.err")"
     return
   fi
   wait $mp

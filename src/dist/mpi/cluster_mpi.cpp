@@ -277,6 +277,7 @@ class MpiCluster final : public Cluster {
   bool stats_;
   bool greeted_ = false;    // rank 0: the hellos were received and answered
   bool connected_ = false;  // rank 0: the expert servers are in their request loop
+  bool lost_rank_ = false;  // rank 0: a rank missed the handshake's deadline (dead or hung)
   std::unique_ptr<MpiExecutor> exec_;
 };
 
@@ -382,6 +383,7 @@ Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
     MPI_Irecv(&h, sizeof h, MPI_BYTE, r, kHello, MPI_COMM_WORLD, &req);
     if (!wait_until(&req, deadline, "greeting", r)) {
       MPI_Cancel(&req);
+      lost_rank_ = true;
       err = "rank " + std::to_string(r) + " did not report its model within " +
             std::to_string(int(timeout_s_)) + " s (--ep-timeout)";
       break;
@@ -417,6 +419,14 @@ Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
 }
 
 MpiCluster::~MpiCluster() {
+  if (lost_rank_) {
+    // MPI_Finalize waits for every rank, the lost one too (for ever): end the job instead, as
+    // a deadline missed mid-forward does (the caller has printed the error). Should the abort
+    // itself hang on a broken runtime, the alarm ends this process.
+    alarm(10);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+  }
   if (exec_ && stats_) exec_->print_stats();
   if (rank_ == 0) {
     for (int r = 1; r < size_; ++r) {
