@@ -14,7 +14,8 @@
 namespace inkling {
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer (for ever); it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -49,6 +50,14 @@ MappedFile::~MappedFile() {
 }
 
 Result<std::string> read_text_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::error(path + (errno == ENOENT
+                                     ? std::string(": no such file")
+                                     : ": cannot open: " + std::string(std::strerror(errno))));
+  if (S_ISDIR(st.st_mode)) return Status::error(path + ": is a directory, expected a file");
+  // A FIFO would block the read until a writer comes (for ever); devices and sockets are no files.
+  if (!S_ISREG(st.st_mode)) return Status::error(path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream ss;

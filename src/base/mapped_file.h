@@ -34,7 +34,9 @@ class MappedFile {
   std::string owned_;  // from_bytes(): the image itself (nothing is mapped)
 };
 
-// Reads a whole (small) file into a string: configs, indexes, templates.
+// Reads a whole (small) regular file into a string: configs, indexes, templates, tokenizers.
+// Errors name the path: "no such file", "is a directory, expected a file", "not a regular file"
+// (a FIFO would block the read for ever), "cannot open: <reason>", "read error".
 Result<std::string> read_text_file(const std::string& path);
 
 }  // namespace inkling

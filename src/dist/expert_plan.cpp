@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
+#include "base/mapped_file.h"
 #include "base/safetensors.h"
 
 namespace inkling::dist {
@@ -48,11 +47,9 @@ Result<uint64_t> model_fingerprint(const std::string& dir) {
     for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
     h = (h ^ 0xff) * 1099511628211ull;  // separator
   };
-  std::ifstream f(dir + "/config.json", std::ios::binary);
-  if (!f) return Status::error("[expert-parallel] cannot read " + dir + "/config.json");
-  std::ostringstream cfg;
-  cfg << f.rdbuf();
-  mix(cfg.str());
+  auto cfg = read_text_file(dir + "/config.json");
+  if (!cfg.ok()) return cfg.status().with_context("[expert-parallel] ");
+  mix(cfg.value());
   auto store = TensorStore::open_dir(dir);
   if (!store.ok()) return store.status().with_context("[expert-parallel] ");
   for (const auto& [name, t] : store->all()) {

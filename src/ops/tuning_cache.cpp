@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "base/cpus.h"
+#include "base/mapped_file.h"
 
 namespace inkling {
 
@@ -87,19 +87,18 @@ bool read_tuning_file(const std::string& path, TuningFile* out, std::string* err
     *err = path + ": no such file";
     return false;
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *err = path + ": cannot be opened";
-    return false;
-  }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (ss.str().size() > (size_t(1) << 20)) {
+  std::error_code ec2;
+  if (std::filesystem::file_size(path, ec2) > (uintmax_t(1) << 20) && !ec2) {
     *err = path + ": larger than 1 MiB, not a tuning file";
     return false;
   }
+  const auto text = read_text_file(path);  // a FIFO or a directory: an error, never a wait
+  if (!text.ok()) {
+    *err = text.status().message();
+    return false;
+  }
   std::string why;
-  if (!parse_tuning_text(ss.str(), out, &why)) {
+  if (!parse_tuning_text(text.value(), out, &why)) {
     *err = path + ": " + why;
     return false;
   }

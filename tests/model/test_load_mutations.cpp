@@ -3,6 +3,8 @@
 // config fields altered) must each either load (and then run one forward step) or fail with a
 // Status — never crash, hang or read out of bounds (run under ASan to check the last part).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <random>
 
@@ -74,6 +76,28 @@ TEST(LoadMutations, CorruptedSafetensorsNeverCrash) {
   std::printf("[mutations] safetensors: %d loaded, %d rejected\n", o.loaded, o.rejected);
   EXPECT_GT(o.rejected, 100);
   EXPECT_GE(o.loaded, 75);  // at least the data-only mutations
+}
+
+// A named pipe (FIFO) in place of a checkpoint file: opening or reading one waits for a writer,
+// i.e. for ever. Each must be refused at once with the file named (the alarm ends a hang).
+TEST(LoadMutations, PipesInPlaceOfFilesAreRefusedNotWaitedOn) {
+  const std::string src = testing::fixture_dir("hfspell") + "/og";
+  if (!std::filesystem::exists(src + "/model.safetensors")) GTEST_SKIP() << "fixture missing";
+  for (const char* name : {"model.safetensors", "config.json", "model.safetensors.index.json"}) {
+    TempDir dir;
+    write_file(dir.file("config.json"), read_file(src + "/config.json"));
+    write_file(dir.file("model.safetensors"), read_file(src + "/model.safetensors"));
+    std::filesystem::remove(dir.file(name));
+    ASSERT_EQ(::mkfifo(dir.file(name).c_str(), 0600), 0) << name;
+    ::alarm(30);
+    auto e = Engine::load(dir.path(), EngineOptions{1, 16});
+    ::alarm(0);
+    ASSERT_FALSE(e.ok()) << name;
+    EXPECT_NE(e.status().message().find(dir.file(name)), std::string::npos)
+        << name << ": " << e.status().message();
+    EXPECT_NE(e.status().message().find("not a regular file"), std::string::npos)
+        << name << ": " << e.status().message();
+  }
 }
 
 TEST(LoadMutations, AlteredConfigValuesNeverCrash) {

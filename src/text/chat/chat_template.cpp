@@ -1,11 +1,10 @@
 // ChatTemplate: loads the model's chat template and turns an OpenAI request into template
 // variables the way transformers' apply_chat_template (and vLLM's request handling) does.
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "base/json_limits.h"
+#include "base/mapped_file.h"
 #include "inkling/chat.h"
 #include "text/jinja/jinja.h"
 
@@ -20,12 +19,11 @@ struct ChatTemplate::Impl {
 
 namespace {
 
+// The file's text, or nothing when it is missing or not a readable regular file.
 std::optional<std::string> read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  auto text = read_text_file(p.string());
+  if (!text.ok()) return std::nullopt;
+  return std::move(text).value();
 }
 
 Status bad(const std::string& msg) {

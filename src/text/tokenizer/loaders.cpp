@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/json_limits.h"
+#include "base/mapped_file.h"
 #include "inkling/tokenizer.h"
 #include "text/tokenizer/tokenizer_impl.h"
 #include "text/tokenizer/utf8.h"
@@ -26,15 +25,9 @@ Status file_error(const std::string& path, const std::string& what) {
 }
 
 Result<std::string> read_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return file_error(path, "no such file");
-  if (fs::is_directory(path, ec)) return file_error(path, "is a directory, expected a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return file_error(path, "cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return file_error(path, "read error");
-  return ss.str();
+  auto text = read_text_file(path);  // names the path: no such file, a directory, a FIFO, ...
+  if (!text.ok()) return Status::error("[tokenizer] " + text.status().message());
+  return text;
 }
 
 // Strict standard base64 (with padding); false on any other character or bad length.
