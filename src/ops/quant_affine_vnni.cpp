@@ -2,9 +2,11 @@
 // the layout). x is split once per call (affine_vnni_split) and packed per 64-byte chunk of codes:
 // for each part, for each code vector of the chunk, the 64 s8 parts of the columns its bytes hold.
 // Per span and row: the chunks' code vectors meet part a in VPDPBUSD, the i32 sums are shifted
-// left by 8 and part c is added by VPDPBUSD into the same registers (exact: |sum| < 2^27), then
-// converted to f32; part d's sums (own registers) are converted and added times 2^-8 (one FMA);
-// the result is multiplied by the lane's 2^(E-8) and accumulated with the lane's group scale.
+// left by 8 and part c is added by VPDPBUSD into the same registers (exact: |sum| < 2^27). Where
+// the widths allow (affine_vnni_fused: 1-6 bits), they are shifted by 8 again, part d is added
+// the same way, and the sums are converted once and multiplied by 2^(E-16); otherwise (8 bits)
+// they are converted, and part d's sums (own registers) are converted and added times 2^-8 (one
+// FMA), then multiplied by 2^(E-8). The result is accumulated with the lane's group scale.
 #include "ops/quant_affine_vnni.h"
 
 #include <algorithm>
@@ -253,6 +255,8 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
   constexpr bool kVbmi = kBits != 4 && kBits != 8;
   constexpr int64_t kSpanBytes = kChunkBytes * kCps;
   constexpr int64_t kXSpan = int64_t(kCps) * kVnniParts * V * 64;  // parts bytes per span
+  // 65536 A + 256 C + D in one int32 (span: 64 V kCps columns, 4 V kCps per lane set).
+  constexpr bool kFused = kVnniParts == 3 && affine_vnni_fused(kBits, 64 * V * kCps);
   const int64_t ngroups = w.cols / w.group, gs = p.gs;
   const int64_t span = affine_vnni_span(kBits, w.group), spans = (w.cols + span - 1) / span;
   const int64_t gps = span / w.group;  // groups per span: 1, 2 or 4
@@ -353,7 +357,8 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
           if constexpr (kVnniParts > 2)
             xd[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 2) * V + v) * 64);
         }
-        const __m512 fac = _mm512_loadu_ps(facs + (t0 + t) * fac_stride + sp * 16);
+        __m512 fac = _mm512_loadu_ps(facs + (t0 + t) * fac_stride + sp * 16);
+        if constexpr (kFused) fac = _mm512_mul_ps(fac, inv256);  // 2^(E-16), for every row
         _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {
           __m512i acc = _mm512_setzero_si512();
           _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
@@ -363,15 +368,24 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
           _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
               _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) acc =
                   _mm512_dpbusd_epi32(acc, q[ch][v][i], xc[ch][v]);
-          __m512 f = _mm512_cvtepi32_ps(acc);
-          if constexpr (kVnniParts > 2) {  // part d in its own sums (256 A + C would overflow)
-            __m512i lo = _mm512_setzero_si512();
+          __m512 f;
+          if constexpr (kFused) {  // part d into the same sums: 65536 A + 256 C + D < 2^31
+            acc = _mm512_slli_epi32(acc, 8);
             _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
-                _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) lo =
-                    _mm512_dpbusd_epi32(lo, q[ch][v][i], xd[ch][v]);
-            f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), inv256, f);
+                _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) acc =
+                    _mm512_dpbusd_epi32(acc, q[ch][v][i], xd[ch][v]);
+            f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), fac);
+          } else {
+            f = _mm512_cvtepi32_ps(acc);
+            if constexpr (kVnniParts > 2) {  // part d in its own sums (65536 A would overflow)
+              __m512i lo = _mm512_setzero_si512();
+              _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
+                  _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) lo =
+                      _mm512_dpbusd_epi32(lo, q[ch][v][i], xd[ch][v]);
+              f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), inv256, f);
+            }
+            f = _mm512_mul_ps(f, fac);
           }
-          f = _mm512_mul_ps(f, fac);
           tot[i][t] = _mm512_fmadd_ps(f, sv[i], tot[i][t]);
         }
       }

@@ -5,12 +5,13 @@
 // per lane set of 4 or 8 columns (below), into int8 parts with a power-of-two block scale, x ~= 2^E
 // (a + 2^-8 c [+ 2^-16 d]), and VPDPBUSD multiplies the u8 codes with the s8 parts (64 products per
 // instruction, twice VDPBF16PS's 32). The integer sums are exact; each group's sum is converted to
-// f32, scaled by 2^(E-8) and the group scale, and accumulated in a fixed order, so the scalar twin
-// below gives the same bits. The bias term b * sum(x) uses f32 group sums of x (16 lanes, then a
-// fixed reduction). The only rounding beyond f32 accumulation is the split of x (DESIGN rule 12):
-// with 3 parts each element is within 2^(E-16) of x, where 2^E ~ max |x| of its lane set / 64..126,
-// i.e. within ~2^-22 of that maximum (f32 itself has 2^-24). 2 parts (2^(E-9)) measured 1.2-2.2e-4
-// of max |logit| on the test models, over the 1e-4 parity tolerance; 3 parts stay near-exact.
+// f32 (one rounding where the parts share one int32, affine_vnni_fused), scaled by 2^(E-8) and the
+// group scale, and accumulated in a fixed order, so the scalar twin below gives the same bits. The
+// bias term b * sum(x) uses f32 group sums of x (16 lanes, then a fixed reduction). The only
+// rounding beyond f32 accumulation is the split of x (DESIGN rule 12): with 3 parts each element is
+// within 2^(E-16) of x, where 2^E ~ max |x| of its lane set / 64..126, i.e. within ~2^-22 of that
+// maximum (f32 itself has 2^-24). 2 parts (2^(E-9)) measured 1.2-2.2e-4 of max |logit| on the test
+// models, over the 1e-4 parity tolerance; 3 parts stay near-exact.
 //
 // Layout. A chunk of a row's codes becomes byte vectors of codes: 64 columns (8 bits: the bytes as
 // stored; 1/2/3/5/6 bits: 8 * bits bytes, VPERMB gives qword i the bytes of columns 8i..8i+7 and
@@ -57,6 +58,15 @@ void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
 // affine_vnni_rows on every input. Any host.
 void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                           int64_t r1, float* y, int64_t ldy, int parts = kVnniParts);
+
+// Whether the kernel sums a lane's three part sums in one int32, 65536 A + 256 C + D, converted
+// to f32 once and multiplied by 2^(E-16) (the lane's factor times 2^-8): when (columns per lane
+// set) x (largest code) <= 256, as |a| <= 127 and |c|, |d| <= 128 keep the sum below 2^31
+// (256 x 8355968 < 2^31 - 1). 1-3 bits, 4 bits (8 columns x 15), 5 bits, 6 bits but for group 128;
+// not 8 bits, whose part D is converted on its own and added times 2^-8 (one FMA).
+constexpr bool affine_vnni_fused(int bits, int64_t span) {
+  return (span / 16) * ((int64_t(1) << bits) - 1) <= 256;
+}
 
 // Columns per span of a view: max(chunk, group), a chunk being 128 columns for 4 bits (64 bytes of
 // codes), 64 for every other width (8 * bits bytes).

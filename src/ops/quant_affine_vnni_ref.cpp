@@ -100,6 +100,7 @@ void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatV
   const int64_t cols = w.cols, group = w.group, ngroups = cols / group;
   const int64_t span = affine_vnni_span(bits, w.group), per = span / 16;
   const int64_t spans = (cols + span - 1) / span;
+  const bool fused = parts > 2 && affine_vnni_fused(bits, span);
   const size_t n = static_cast<size_t>(cols), ng = static_cast<size_t>(ngroups);
   std::vector<int8_t> pa(n), pc(n), pd(n);
   std::vector<float> fac(static_cast<size_t>(spans * 16)), xsum(ng), s(ng), b(ng);
@@ -132,10 +133,16 @@ void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatV
             C += q * pc[size_t(col)];
             if (parts > 2) D += q * pd[size_t(col)];
           }
-          const int32_t acc = int32_t(A * 256 + C);  // exact: |acc| < 2^27
-          float f = float(acc);
-          if (parts > 2) f = std::fma(float(D), 1.f / 256.f, f);
-          f = f * fac[size_t(sp * 16 + k)];
+          float f;
+          if (fused) {  // one int32 (affine_vnni_fused), converted once, times 2^(E-16)
+            f = float(int32_t(A * 65536 + C * 256 + D)) *
+                (fac[size_t(sp * 16 + k)] * (1.f / 256.f));
+          } else {
+            const int32_t acc = int32_t(A * 256 + C);  // exact: |acc| < 2^27
+            f = float(acc);
+            if (parts > 2) f = std::fma(float(D), 1.f / 256.f, f);
+            f = f * fac[size_t(sp * 16 + k)];
+          }
           const int64_t col0 = sp * span + affine_vnni_lane_col(bits, span, k, 0);
           const float sl = col0 < cols ? s[size_t(col0 / group)] : 0.f;
           tot[k] = std::fma(f, sl, tot[k]);

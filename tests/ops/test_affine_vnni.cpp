@@ -4,6 +4,7 @@
 // twin against the exact double product within the split's error bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -205,6 +206,38 @@ TEST(AffineVnni, TwinWithinSplitErrorOfExact) {
           EXPECT_NEAR(got[size_t(r)], want[size_t(r)], bound + 1e-37)
               << "q" << bits << " g" << group << " " << kind_name(kind) << " row " << r;
         }
+      }
+    }
+}
+
+// The lane sums at their largest: every code at its maximum, every x at the top of its split's
+// range (a = 126 or a carried 127, c and d near 128), both signs. Where a lane's three parts share
+// one int32 (affine_vnni_fused: up to 8 columns x 31, 4 x 63) they come close to 2^31; an
+// overflow would be far off the exact product.
+TEST(AffineVnni, LargestLaneSumsStayExact) {
+  std::mt19937 rng(13);
+  for (int bits : {1, 2, 3, 4, 5, 6, 8})
+    for (int group : {32, 64, 128}) {
+      QMat q = testing::make_affine(6, 512, bits, group, DType::BF16, 1, rng);
+      std::fill(q.codes.begin(), q.codes.end(), uint8_t(0xff));  // every code 2^bits - 1
+      const MatView& w = q.view;
+      const std::string what = "q" + std::to_string(bits) + " g" + std::to_string(group);
+      for (float top : {126.49f, 126.4999f}) {  // c = 125; c = 128, carried into a = 127
+        std::vector<float> x(size_t(2 * w.cols));
+        for (int64_t c = 0; c < w.cols; ++c) {
+          x[size_t(c)] = std::ldexp(top, -3);
+          x[size_t(w.cols + c)] = -std::ldexp(top, 5);
+        }
+        std::vector<float> got(size_t(2 * w.rows)), want(got), exact(got);
+        affine_vnni_rows_ref(x.data(), 2, w.cols, w, 0, w.rows, want.data(), w.rows);
+        quant_matmul_rows_ref(x.data(), 2, w.cols, w, 0, w.rows, exact.data(), w.rows);
+        if (affine_vnni_available()) {
+          affine_vnni_rows(x.data(), 2, w.cols, w, 0, w.rows, got.data(), w.rows);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << what << " " << i;
+        }
+        for (size_t i = 0; i < want.size(); ++i)
+          EXPECT_NEAR(want[i], exact[i], 1e-5 * std::fabs(exact[i]) + 1e-3) << what << " " << i;
       }
     }
 }
