@@ -2,6 +2,7 @@
 #include "media_attach.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -62,6 +63,9 @@ Result<PromptMedia> attach_media(const Engine& engine, std::vector<int32_t> ids,
 
 Result<MediaEmbedding> encode_file(const Engine& engine, bool image, const std::string& path,
                                    const MediaOptions& opts) {
+  std::error_code ec;  // a FIFO would block the read below until a writer comes (for ever)
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    return Status::error(path + ": not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(path + ": cannot open the file");
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});

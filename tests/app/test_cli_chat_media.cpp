@@ -6,6 +6,7 @@
 // (its tokens never open a text block), so the checks read /stats.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -106,6 +107,15 @@ TEST_F(CliChatMedia, ImageTurnPrefillsGeneratesPrompt) {
   EXPECT_GT(n[1], 0u);
   EXPECT_LT(n[1], 20u);
   EXPECT_EQ(n[2], plain);
+}
+
+// A named pipe or a folder is refused at once (reading a FIFO would wait for a writer for ever).
+TEST_F(CliChatMedia, PipesAndFoldersAreRefusedNotWaitedOn) {
+  const std::string fifo = dir_.path() + "/pipe.png";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = chat("/image " + fifo + "\n/audio " + dir_.path() + "\n/stats\n");
+  EXPECT_THAT(r.err, HasSubstr("/image: " + fifo + ": not a regular file"));
+  EXPECT_THAT(r.err, HasSubstr("/audio: " + dir_.path() + ": not a regular file"));
 }
 
 // Bad files are one line each and attach nothing; the good ones that follow go with the message.

@@ -46,8 +46,10 @@ check_same() {
   "$INKLING" "${args[@]}" ${dump:+"${dump[@]}" "$TMP/$name.1.npy"} >"$TMP/$name.1.json" ||
     { bad "$name: single process failed"; return; }
   "${MPIRUN[@]}" "$INKLING" "${args[@]}" ${dump:+"${dump[@]}" "$TMP/$name.n.npy"} \
-    --expert-parallel --ep-timeout 20 >"$TMP/$name.n.json" 2>"$TMP/$name.err" ||
-    { bad "$name: mpirun -np $NP failed: $(tail -3 "$TMP/$name.err")"; return; }
+    --expert-parallel --ep-timeout 20 >"$TMP/$name.n.json" 2>"$TMP/$name.err"
+  local rc=$?  # 139 with nothing on stderr: mpirun itself crashed (seen once in Open MPI's teardown)
+  [ $rc = 0 ] ||
+    { bad "$name: mpirun -np $NP failed (exit $rc): $(tail -3 "$TMP/$name.err")"; return; }
   if [ ${#dump[@]} -gt 0 ] && ! cmp -s "$TMP/$name.1.npy" "$TMP/$name.n.npy"; then
     bad "$name: teacher-forced logits differ from one process"
   elif [ "$(ids_of "$TMP/$name.1.json")" != "$(ids_of "$TMP/$name.n.json")" ]; then
