@@ -54,15 +54,20 @@ std::string mpi_error(int rc) {
   return std::string(buf, size_t(len));
 }
 
-// A failure of the cluster mid-forward: the forward pass cannot return a Status, and waiting
-// would hang, so rank 0 reports and aborts the job (mpirun ends the other ranks and exits
-// non-zero). Should the abort itself hang on a broken runtime, the alarm ends this process.
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "error: [expert-parallel] %s\n", msg.c_str());
-  std::fflush(stderr);
+// Ends the whole job (mpirun ends the other ranks and exits non-zero). Should the abort itself
+// hang on a broken runtime, the alarm ends this process.
+[[noreturn]] void abort_job() {
   alarm(10);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
+}
+
+// A failure of the cluster mid-forward: the forward pass cannot return a Status, and waiting
+// would hang, so rank 0 reports and aborts the job.
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "error: [expert-parallel] %s\n", msg.c_str());
+  std::fflush(stderr);
+  abort_job();
 }
 
 // How a rank waits between polls (MPI makes progress only inside its calls, so a message in
@@ -419,14 +424,9 @@ Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
 }
 
 MpiCluster::~MpiCluster() {
-  if (lost_rank_) {
-    // MPI_Finalize waits for every rank, the lost one too (for ever): end the job instead, as
-    // a deadline missed mid-forward does (the caller has printed the error). Should the abort
-    // itself hang on a broken runtime, the alarm ends this process.
-    alarm(10);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    std::_Exit(1);
-  }
+  // MPI_Finalize waits for every rank, the lost one too (for ever): end the job instead, as a
+  // deadline missed mid-forward does (the caller has printed the error).
+  if (lost_rank_) abort_job();
   if (exec_ && stats_) exec_->print_stats();
   if (rank_ == 0) {
     for (int r = 1; r < size_; ++r) {
