@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inkling/numerics.h"
 #include "inkling/observer.h"
 #include "inkling/status.h"
 
@@ -39,6 +40,9 @@ struct EngineOptions {
   // four times the last-level cache (at least 256 MiB): calibrate decode for about 3 s and write
   // the cache (docs/performance.md; INKLING_TUNE=off also skips it). Off: start with the defaults.
   bool tune_on_first_use = true;
+  // Arithmetic of the products (include/inkling/numerics.h): fast (the default) rounds
+  // activations as the peers do; exact keeps f32 activations (parity with transformers f32).
+  Numerics numerics = Numerics::kFast;
 };
 
 // A summary of the loaded model for programs (inspect, servers).
@@ -85,6 +89,7 @@ struct ModelInfo {
   uint64_t copied_bytes = 0;        // small tensors converted to f32 at load (norms, convs)
   uint64_t session_bytes = 0;       // scratch of one session at the default chunk size
   std::string kv_type;              // "f32" or "bf16"
+  std::string numerics;             // "fast" or "exact" (EngineOptions::numerics)
   uint64_t kv_bytes_per_token = 0;  // KV cache growth per token (global layers)
   uint64_t kv_sliding_bytes = 0;    // sliding layers' rings once full (fixed, any context)
   int64_t kv_ring_rows = 0;         // rows of each sliding ring (window - 1 + prefill chunk)

@@ -270,6 +270,7 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
     return Status::error("[load] prefill_chunk = " + std::to_string(opts.prefill_chunk) +
                          " exceeds the supported maximum " + std::to_string(kMaxPrefillChunk));
   INK_ASSIGN_OR_RETURN(auto model, Model::load(model_dir));
+  bind_numerics(model->weights, opts.numerics);
   if (opts.expert_executor)
     for (size_t l = 0; l < model->weights.layers.size(); ++l) {
       MoeWeights& moe = model->weights.layers[l].moe;
@@ -284,6 +285,7 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   ModelInfo& info = e->impl_->info;
   const uint64_t elem = opts.kv_type == KvCacheType::kBF16 ? 2 : 4;
   info.kv_type = kv_cache_type_name(opts.kv_type);
+  info.numerics = numerics_name(opts.numerics);
   const ModelConfig& mc = model->config;
   for (const LayerSpec& l : mc.layers)
     info.conv_state_bytes +=

@@ -478,4 +478,15 @@ Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
   return w;
 }
 
+void bind_numerics(Weights& w, Numerics n) {
+  // bind_weights bound every view once already, so every rebind succeeds (the choice of a set
+  // depends on the format, its parameters and the columns, as at that first bind).
+  for_each_matrix(w, [&](const char*, const std::string&, MatView& v) { bind_kernels(v, n); });
+  auto exact_router = [](LayerWeights& l) {
+    if (l.moe.router.data) bind_kernels(l.moe.router, Numerics::kExact);
+  };
+  for (LayerWeights& l : w.layers) exact_router(l);
+  for (MtpDepthWeights& d : w.mtp) exact_router(d.block);
+}
+
 }  // namespace inkling

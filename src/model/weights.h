@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "inkling/numerics.h"
 #include "model/config.h"
 #include "model/layouts.h"
 #include "model/quant_config.h"
@@ -122,5 +123,9 @@ void for_each_matrix(W& w, F&& f) {
 Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
                              const QuantConfig& quant);
 Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors);
+
+// Binds every matrix's kernels again for numerics mode `n` (include/inkling/numerics.h). The
+// routers stay exact in both modes (their logits pick the experts: DESIGN rule 12).
+void bind_numerics(Weights& w, Numerics n);
 
 }  // namespace inkling

@@ -230,15 +230,27 @@ bool amx_gemm_handles(const MatView& w) {
   return w.format == WeightFormat::kDense && w.dtype == DType::BF16;
 }
 
-void amx_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
-                   int64_t r1, float* y, int64_t ldy) {
+namespace {
+void amx_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
+              float* y, int64_t ldy, int parts) {
 #if INKLING_HAVE_AMX
   AmxTileOps ops;
   tile_gemm::Driver<AmxTileOps>::run(ops, x, n_tok, ldx, reinterpret_cast<const uint16_t*>(w.data),
-                                     w.row_stride, w.cols, r0, r1, y, ldy, 3);
+                                     w.row_stride, w.cols, r0, r1, y, ldy, parts);
 #else
-  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;
 #endif
+}
+}  // namespace
+
+void amx_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                   int64_t r1, float* y, int64_t ldy) {
+  amx_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 3);
+}
+
+void amx_gemm_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                        int64_t r1, float* y, int64_t ldy) {
+  amx_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 1);
 }
 
 bool amx_gemm_self_check(std::string* why) {

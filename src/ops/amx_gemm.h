@@ -42,6 +42,11 @@ bool amx_gemm_handles(const MatView& w);
 void amx_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                    int64_t r1, float* y, int64_t ldy);
 
+// Fast numerics: x rounded to bf16 (one part, one TDPBF16PS pass per tile step). Same
+// requirements as amx_gemm_rows.
+void amx_gemm_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                        int64_t r1, float* y, int64_t ldy);
+
 // The self-check on a small problem: true when amx_gemm_rows agrees with the scalar twin (a
 // relative error within f32 summation error of sum |x w|). Requires amx_gemm_available().
 bool amx_gemm_self_check(std::string* why);

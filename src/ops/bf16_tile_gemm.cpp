@@ -111,4 +111,9 @@ void bf16_tile_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVi
 #endif
 }
 
+void bf16_tile_gemm_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                              int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  bf16_tile_gemm_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 1);
+}
+
 }  // namespace inkling

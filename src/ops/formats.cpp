@@ -10,6 +10,8 @@
 #include <cstdlib>
 
 #include "ops/amx_gemm.h"
+#include "ops/bf16_tile_gemm.h"
+#include "ops/dense_bf16dot.h"
 #include "ops/dense_scalar.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
@@ -36,6 +38,11 @@ constexpr Kernel kBf16DotAffine{"avx512-bf16 affine", affine_bf16dot_rows};
 constexpr Kernel kVnniQ4{"avx512-vnni q4", affine_vnni_rows};
 constexpr Kernel kVnniQ8{"avx512-vnni q8", affine_vnni_rows};
 constexpr Kernel kVnniAffine{"avx512-vnni affine", affine_vnni_rows};
+// Fast numerics (include/inkling/numerics.h): activations rounded for the product.
+constexpr Kernel kBf16DotDense{"avx512-bf16 dot (x bf16)", dense_bf16dot_rows};
+constexpr Kernel kBf16TileFast{"avx512-bf16 tile gemm (x bf16)", bf16_tile_gemm_fast_rows};
+constexpr Kernel kAmxGemmFast{"amx-bf16 gemm (x bf16)", amx_gemm_fast_rows};
+constexpr Kernel kVnniFast{"avx512-vnni int8 (x int8 per 4-8 columns)", affine_vnni_fast_rows};
 
 // Affine widths other than 4 and 8 with AVX512-BF16 + VBMI take affine_bf16dot_rows for 1..16
 // tokens, affine 4-bit and NVFP4 q4_bf16dot_rows: one kernel per view for every token count up
@@ -80,13 +87,23 @@ bool is_dense(const MatView& w) {
   return w.format == WeightFormat::kDense && w.dtype == T;
 }
 
-const KernelSet* select_dense_hwy(const MatView&) {
-  return &kDenseHwy;
+// Fast bf16: x rounded to bf16 meets the stored weights in VDPBF16PS (1..16 tokens) and in the
+// tile gemm (AMX where enabled, else AVX512-BF16) for 17+.
+constexpr KernelSet kDenseBf16Fast{{kBf16DotDense, kBf16DotDense, kBf16TileFast},
+                                   dense_dequant_row};
+constexpr KernelSet kDenseBf16FastAmx{{kBf16DotDense, kBf16DotDense, kAmxGemmFast},
+                                      dense_dequant_row};
+
+const KernelSet* select_dense_hwy(const MatView&, Numerics) {
+  return &kDenseHwy;  // f32 weights keep f32 products in both modes
 }
-const KernelSet* select_dense_bf16(const MatView& w) {
-  return amx_gemm_handles(w) && amx_gemm_enabled() ? &kDenseBf16Amx : &kDenseHwy;
+const KernelSet* select_dense_bf16(const MatView& w, Numerics n) {
+  const bool amx = amx_gemm_handles(w) && amx_gemm_enabled();
+  if (n == Numerics::kFast && dense_bf16dot_available() && dense_bf16dot_handles(w, 1))
+    return amx ? &kDenseBf16FastAmx : &kDenseBf16Fast;
+  return amx ? &kDenseBf16Amx : &kDenseHwy;
 }
-const KernelSet* select_dense_scalar(const MatView&) {
+const KernelSet* select_dense_scalar(const MatView&, Numerics) {
   return &kDenseScalar;
 }
 
@@ -138,6 +155,14 @@ constexpr KernelSet kAffineBytesVnni{{kVnniQ8, kVnniQ8, kAffineBytesGemm}, affin
 // AVX512-BF16 kernel is not available.
 constexpr KernelSet kAffineWordsVnni{{kVnniAffine, kVnniAffine, kAffineWordsGemm},
                                      affine_dequant_row};
+// Fast numerics with AVX512-VNNI: one int8 part of x for 1..16 tokens, every width.
+constexpr KernelSet kAffine4VnniFast[2] = {
+    {{kVnniFast, kVnniFast, kHwyQuant}, affine_dequant_row},
+    {{kVnniFast, kVnniFast, kHwyGemmQ4}, affine_dequant_row}};
+constexpr KernelSet kAffineBytesVnniFast{{kVnniFast, kVnniFast, kAffineBytesGemm},
+                                         affine_dequant_row};
+constexpr KernelSet kAffineWordsVnniFast{{kVnniFast, kVnniFast, kAffineWordsGemm},
+                                         affine_dequant_row};
 constexpr KernelSet kAffineWords[2] = {
     {{kHwyAffineWords, kHwyAffineWords, kAffineWordsGemm}, affine_dequant_row},
     {{kBf16DotAffine, kBf16DotAffine, kAffineWordsGemm}, affine_dequant_row}};
@@ -157,18 +182,23 @@ bool vnni_for(const MatView& w) {
   return affine_vnni_enabled() && affine_vnni_handles(w, 1);
 }
 
-const KernelSet* select_affine4(const MatView& w) {
+const KernelSet* select_affine4(const MatView& w, Numerics n) {
   if (!groups_fit(w)) return nullptr;
-  if (vnni_for(w)) return &kAffine4Vnni[hwy_gemm_q4_supported(w)];
+  if (vnni_for(w))
+    return n == Numerics::kFast ? &kAffine4VnniFast[hwy_gemm_q4_supported(w)]
+                                : &kAffine4Vnni[hwy_gemm_q4_supported(w)];
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
-const KernelSet* select_affine8(const MatView& w) {
-  if (affine_words_supported(w) && hwy_gemm_affine_supported(w))
-    return vnni_for(w) ? &kAffineBytesVnni : &kAffineBytes;
+const KernelSet* select_affine8(const MatView& w, Numerics n) {
+  if (affine_words_supported(w) && hwy_gemm_affine_supported(w)) {
+    if (!vnni_for(w)) return &kAffineBytes;
+    return n == Numerics::kFast ? &kAffineBytesVnniFast : &kAffineBytesVnni;
+  }
   return groups_fit(w) ? &kAffine8 : nullptr;
 }
-const KernelSet* select_affine_words(const MatView& w) {
+const KernelSet* select_affine_words(const MatView& w, Numerics n) {
   if (!affine_words_supported(w) || !hwy_gemm_affine_supported(w)) return nullptr;
+  if (n == Numerics::kFast && vnni_for(w)) return &kAffineWordsVnniFast;
   const bool bf16 =
       q4_bf16dot_enabled() && affine_bf16dot_available() && affine_bf16dot_handles(w, 1);
   // The exact AVX512-BF16 kernel where the CPU has it: for these widths the VNNI kernel measured
@@ -178,7 +208,7 @@ const KernelSet* select_affine_words(const MatView& w) {
   if (!bf16 && vnni_for(w)) return &kAffineWordsVnni;
   return &kAffineWords[bf16];
 }
-const KernelSet* select_nvfp4(const MatView& w) {
+const KernelSet* select_nvfp4(const MatView& w, Numerics) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
   return &kNvfp4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
@@ -216,9 +246,9 @@ const FormatEntry* find_format(const MatView& w) {
   return nullptr;
 }
 
-bool bind_kernels(MatView& w) {
+bool bind_kernels(MatView& w, Numerics n) {
   const FormatEntry* f = find_format(w);
-  const KernelSet* k = f ? f->select(w) : nullptr;
+  const KernelSet* k = f ? f->select(w, n) : nullptr;
   if (!k) return false;
   w.kernels = k;
   return true;
@@ -227,7 +257,7 @@ bool bind_kernels(MatView& w) {
 const KernelSet& kernels_of(const MatView& w) {
   if (w.kernels) return *w.kernels;
   const FormatEntry* f = find_format(w);
-  const KernelSet* k = f ? f->select(w) : nullptr;
+  const KernelSet* k = f ? f->select(w, Numerics::kExact) : nullptr;
   if (!k) {
     std::fprintf(stderr, "inkling: no kernel for weight storage %s (%lld x %lld)\n",
                  format_label(w).c_str(), static_cast<long long>(w.rows),

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "inkling/numerics.h"
 #include "ops/weight_view.h"
 
 namespace inkling {
@@ -63,9 +64,10 @@ struct FormatEntry {
   double (*bytes_per_element)(const MatView& w);
   // Human label of a view's storage: "BF16", "affine q4/g64", "nvfp4".
   std::string (*label)(const MatView& w);
-  // The best kernels for this view on this CPU; null if the view's parameters are not supported
-  // (for example a group that does not divide the columns).
-  const KernelSet* (*select)(const MatView& w);
+  // The best kernels for this view on this CPU in numerics mode `n`; null if the view's
+  // parameters are not supported (for example a group that does not divide the columns). Where
+  // a format or CPU has no fast kernel, fast gets the exact set.
+  const KernelSet* (*select)(const MatView& w, Numerics n);
 };
 
 // Every registered format.
@@ -74,12 +76,12 @@ std::span<const FormatEntry> weight_formats();
 // The entry describing w, or null for a format nobody registered.
 const FormatEntry* find_format(const MatView& w);
 
-// w with its kernels bound (w.kernels set). Fails (returns false, w unchanged) for views no entry
-// can run. Call once per weight, at load.
-bool bind_kernels(MatView& w);
+// w with its kernels for numerics mode `n` bound (w.kernels set). Fails (returns false, w
+// unchanged) for views no entry can run. Call once per weight, at load.
+bool bind_kernels(MatView& w, Numerics n = Numerics::kExact);
 
-// The kernels for w: its bound set, else a lookup in the registry (views made by hand). Aborts
-// with a message for a view no entry can run.
+// The kernels for w: its bound set, else a lookup in the registry (views made by hand: exact).
+// Aborts with a message for a view no entry can run.
 const KernelSet& kernels_of(const MatView& w);
 
 // One tally for inspect, bench and the cost model.

@@ -54,7 +54,7 @@ constexpr int kRowsMax = 4;
 // x of the call's tokens in the kernel's order, their group sums and scratch for row sidecars.
 struct Prepared {
   // xq and fac on cache lines (base/aligned_scratch.h): every vector load of them is whole.
-  AlignedScratch<int8_t> xq;  // [nt][xs]: per chunk, kVnniParts x V x 64 parts
+  AlignedScratch<int8_t> xq;  // [nt][xs]: per chunk, parts x V x 64 parts
   AlignedScratch<float> fac;  // [nt][fs]: per span, 16 lane factors 2^(E-8)
   std::vector<float> xsum;    // [nt][gs], zero padded
   std::vector<float> sf;      // kRowsMax scale rows + kRowsMax bias rows, gs each
@@ -63,7 +63,7 @@ struct Prepared {
   // What the above were made from (consecutive products with the same activations, gate and up
   // or every expert a token visits, reuse them; a copy is compared, never a pointer).
   std::vector<float> src;
-  int nt = 0, bits = 0;
+  int nt = 0, bits = 0, parts = 0;
   int64_t cols = 0, group = 0;
 };
 
@@ -71,6 +71,8 @@ struct Prepared {
 // 16), bitwise what affine_vnni_split gives: every step below is exact in f32 (scaling by powers
 // of two, rounding to integers, differences of close values), as in that function's doubles.
 // tmp: scratch of span floats (a partial last span is read through a zero-padded copy).
+// kParts 1 (fast numerics): a = round(x 127 / M), factor M / 127 per lane set, in f32 as the twin.
+template <int kParts>
 INK_VNNI void split_pack(const float* in, int64_t cols, int bits, int64_t group, int8_t* o,
                          float* fac, float* tmp) {
   const int64_t span = affine_vnni_span(bits, int(group)), spans = (cols + span - 1) / span;
@@ -80,7 +82,7 @@ INK_VNNI void split_pack(const float* in, int64_t cols, int bits, int64_t group,
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   constexpr int kNear = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  alignas(64) int32_t ip[kVnniParts][128];
+  alignas(64) int32_t ip[kParts][128];
   alignas(64) float fe[128];
   for (int64_t sp = 0; sp < spans; ++sp) {
     const float* xs = in + sp * span;
@@ -111,8 +113,19 @@ INK_VNNI void split_pack(const float* in, int64_t cols, int bits, int64_t group,
       }
     for (int j = 0; j < nz; ++j) {
       const __m512 m = mv[j];
-      const __mmask16 is0 = _mm512_cmp_ps_mask(m, zero, _CMP_EQ_OQ);
       const __mmask16 nonfin = _mm512_cmp_ps_mask(bad[j], bad[j], _CMP_UNORD_Q);
+      if constexpr (kParts == 1) {  // one int8 part, scale M / 127 (zero below kVnniTiny)
+        const __mmask16 tiny = _mm512_cmp_ps_mask(m, _mm512_set1_ps(kVnniTiny), _CMP_LT_OQ);
+        const __mmask16 keep = __mmask16(~(nonfin | tiny));
+        const __m512 inv = _mm512_div_ps(_mm512_set1_ps(127.f), m);
+        const __m512 a = _mm512_roundscale_ps(_mm512_mul_ps(xv[j], inv), kNear);
+        _mm512_store_si512(ip[0] + 16 * j, _mm512_maskz_cvtps_epi32(keep, a));
+        const __m512 f = _mm512_maskz_div_ps(keep, m, _mm512_set1_ps(127.f));
+        _mm512_store_ps(fe + 16 * j,
+                        _mm512_mask_mov_ps(f, nonfin, _mm512_set1_ps(__builtin_nanf(""))));
+        continue;
+      }
+      const __mmask16 is0 = _mm512_cmp_ps_mask(m, zero, _CMP_EQ_OQ);
       __m512 e = _mm512_sub_ps(_mm512_getexp_ps(m), _mm512_set1_ps(6.f));  // m 2^-e in [64, 128)
       const __m512 top = _mm512_roundscale_ps(_mm512_scalef_ps(m, _mm512_sub_ps(zero, e)), kNear);
       e = _mm512_mask_add_ps(e, _mm512_cmp_ps_mask(top, _mm512_set1_ps(126.f), _CMP_GT_OQ), e,
@@ -130,18 +143,19 @@ INK_VNNI void split_pack(const float* in, int64_t cols, int bits, int64_t group,
       a = _mm512_mask_add_ps(a, carry, a, _mm512_set1_ps(1.f));
       const __mmask16 keep = __mmask16(~nonfin);
       _mm512_store_si512(ip[0] + 16 * j, _mm512_maskz_cvtps_epi32(keep, a));
-      _mm512_store_si512(ip[1] + 16 * j, _mm512_maskz_cvtps_epi32(keep, c));
-      if constexpr (kVnniParts > 2)
-        _mm512_store_si512(ip[kVnniParts - 1] + 16 * j, _mm512_maskz_cvtps_epi32(keep, d));
+      if constexpr (kParts > 1)
+        _mm512_store_si512(ip[1] + 16 * j, _mm512_maskz_cvtps_epi32(keep, c));
+      if constexpr (kParts > 2)
+        _mm512_store_si512(ip[kParts - 1] + 16 * j, _mm512_maskz_cvtps_epi32(keep, d));
       const __m512 f = _mm512_scalef_ps(_mm512_set1_ps(1.f), _mm512_sub_ps(e, _mm512_set1_ps(8.f)));
       _mm512_store_ps(fe + 16 * j,
                       _mm512_mask_mov_ps(f, nonfin, _mm512_set1_ps(__builtin_nanf(""))));
     }
-    int8_t* os = o + sp * cps * kVnniParts * V * 64;
+    int8_t* os = o + sp * cps * kParts * V * 64;
     for (int k = 0; k < 16; ++k) fac[sp * 16 + k] = fe[bits == 4 ? 8 * k : 4 * k];
     for (int64_t ch = 0; ch < cps; ++ch)
-      for (int pt = 0; pt < kVnniParts; ++pt) {
-        int8_t* dst = os + (ch * kVnniParts + pt) * V * 64;
+      for (int pt = 0; pt < kParts; ++pt) {
+        int8_t* dst = os + (ch * kParts + pt) * V * 64;
         const int32_t* src = ip[pt] + ch * 64 * V;
         if (V == 1) {
           for (int q = 0; q < 4; ++q)
@@ -173,19 +187,20 @@ INK_VNNI void group_sums(const float* in, int64_t cols, int64_t group, float* xs
   }
 }
 
-void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_t group,
+void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_t group, int parts,
              Prepared& p) {
   const size_t n = size_t(cols);
-  bool same = p.nt == nt && p.cols == cols && p.group == group && p.bits == bits;
+  bool same =
+      p.nt == nt && p.cols == cols && p.group == group && p.bits == bits && p.parts == parts;
   for (int t = 0; same && t < nt; ++t)
     same = std::memcmp(p.src.data() + size_t(t) * n, x + t * ldx, n * sizeof(float)) == 0;
   if (same) return;
-  p.nt = nt, p.cols = cols, p.group = group, p.bits = bits;
+  p.nt = nt, p.cols = cols, p.group = group, p.bits = bits, p.parts = parts;
   if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
   for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
   const int64_t V = bits == 4 ? 2 : 1, C = 64 * V;
   const int64_t span = affine_vnni_span(bits, int(group)), spans = (cols + span - 1) / span;
-  p.xs = spans * (span / C) * kVnniParts * V * 64;  // whole spans (1 or 2 chunks each)
+  p.xs = spans * (span / C) * parts * V * 64;  // whole spans (1 or 2 chunks each)
   p.fs = spans * 16;
   p.gs = cols / group + 16;
   p.xq.get(size_t(nt * p.xs));
@@ -198,8 +213,12 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_
     float* xs = p.xsum.data() + t * p.gs;
     for (int64_t g = 0; g < p.gs; ++g) xs[g] = 0.f;
     group_sums(in, cols, group, xs);
-    split_pack(in, cols, bits, group, p.xq.data() + t * p.xs, p.fac.data() + t * p.fs,
-               p.tmp.data());
+    int8_t* xq = p.xq.data() + t * p.xs;
+    float* fac = p.fac.data() + t * p.fs;
+    if (parts == 1)
+      split_pack<1>(in, cols, bits, group, xq, fac, p.tmp.data());
+    else
+      split_pack<kVnniParts>(in, cols, bits, group, xq, fac, p.tmp.data());
   }
 }
 
@@ -244,7 +263,7 @@ INK_VNNI inline void prefetch_sidecars(const MatView& w, int64_t r, int64_t ngro
 
 // Rows [r0, r1) in blocks of R rows for NT tokens [t0, t0 + NT) of p; kCps chunks per span.
 // pf: the rows pf blocks ahead are prefetched as a block is read (0: none; decode tuning).
-template <int kBits, int kCps, int NT, int R>
+template <int kBits, int kCps, int NT, int R, int kParts>
 INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
                           float* y, int64_t ldy, int pf) {
   constexpr int V = kBits == 4 ? 2 : 1;
@@ -254,9 +273,9 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
   constexpr int64_t kChunkBytes = kBits == 4 ? 64 : 8 * kBits;
   constexpr bool kVbmi = kBits != 4 && kBits != 8;
   constexpr int64_t kSpanBytes = kChunkBytes * kCps;
-  constexpr int64_t kXSpan = int64_t(kCps) * kVnniParts * V * 64;  // parts bytes per span
+  constexpr int64_t kXSpan = int64_t(kCps) * kParts * V * 64;  // parts bytes per span
   // 65536 A + 256 C + D in one int32 (span: 64 V kCps columns, 4 V kCps per lane set).
-  constexpr bool kFused = kVnniParts == 3 && affine_vnni_fused(kBits, 64 * V * kCps);
+  constexpr bool kFused = kParts == 3 && affine_vnni_fused(kBits, 64 * V * kCps);
   const int64_t ngroups = w.cols / w.group, gs = p.gs;
   const int64_t span = affine_vnni_span(kBits, w.group), spans = (w.cols + span - 1) / span;
   const int64_t gps = span / w.group;  // groups per span: 1, 2 or 4
@@ -292,7 +311,7 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
-        rows_kernel<kBits, kCps, NT, 1>(p, t0, w, rb, r1, y, ldy, pf);
+        rows_kernel<kBits, kCps, NT, 1, kParts>(p, t0, w, rb, r1, y, ldy, pf);
         return;
       }
     }
@@ -352,10 +371,11 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
         __m512i xa[kCps][V], xc[kCps][V], xd[kCps][V];
         _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
             _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) {
-          xa[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 0) * V + v) * 64);
-          xc[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 1) * V + v) * 64);
-          if constexpr (kVnniParts > 2)
-            xd[ch][v] = _mm512_loadu_si512(xb + ((ch * kVnniParts + 2) * V + v) * 64);
+          xa[ch][v] = _mm512_loadu_si512(xb + ((ch * kParts + 0) * V + v) * 64);
+          if constexpr (kParts > 1)
+            xc[ch][v] = _mm512_loadu_si512(xb + ((ch * kParts + 1) * V + v) * 64);
+          if constexpr (kParts > 2)
+            xd[ch][v] = _mm512_loadu_si512(xb + ((ch * kParts + 2) * V + v) * 64);
         }
         __m512 fac = _mm512_loadu_ps(facs + (t0 + t) * fac_stride + sp * 16);
         if constexpr (kFused) fac = _mm512_mul_ps(fac, inv256);  // 2^(E-16), for every row
@@ -364,6 +384,11 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
           _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
               _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) acc =
                   _mm512_dpbusd_epi32(acc, q[ch][v][i], xa[ch][v]);
+          if constexpr (kParts == 1) {  // fast: one part, times its lane factor M / 127
+            tot[i][t] =
+                _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), fac), sv[i], tot[i][t]);
+            continue;
+          }
           acc = _mm512_slli_epi32(acc, 8);
           _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
               _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) acc =
@@ -377,7 +402,7 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
             f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), fac);
           } else {
             f = _mm512_cvtepi32_ps(acc);
-            if constexpr (kVnniParts > 2) {  // part d in its own sums (65536 A would overflow)
+            if constexpr (kParts > 2) {  // part d in its own sums (65536 A would overflow)
               __m512i lo = _mm512_setzero_si512();
               _Pragma("GCC unroll 2") for (int ch = 0; ch < kCps; ++ch)
                   _Pragma("GCC unroll 2") for (int v = 0; v < V; ++v) lo =
@@ -403,10 +428,16 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
 template <int kBits, int kCps>
 void pass(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64_t r1, float* y,
           int64_t ldy, int pf) {
-  if (nt == 1)
-    rows_kernel<kBits, kCps, 1, 4>(p, t0, w, r0, r1, y, ldy, pf);
-  else
-    rows_kernel<kBits, kCps, 2, 2>(p, t0, w, r0, r1, y, ldy, pf);
+  if (p.parts == 1) {
+    if (nt == 1)
+      rows_kernel<kBits, kCps, 1, 4, 1>(p, t0, w, r0, r1, y, ldy, pf);
+    else
+      rows_kernel<kBits, kCps, 2, 2, 1>(p, t0, w, r0, r1, y, ldy, pf);
+  } else if (nt == 1) {
+    rows_kernel<kBits, kCps, 1, 4, kVnniParts>(p, t0, w, r0, r1, y, ldy, pf);
+  } else {
+    rows_kernel<kBits, kCps, 2, 2, kVnniParts>(p, t0, w, r0, r1, y, ldy, pf);
+  }
 }
 
 // A width other than 4 bits: group 128 spans two 64-column chunks, smaller groups one.
@@ -453,11 +484,12 @@ void set_affine_vnni_enabled(bool on) {
   g_enabled.store(on && affine_vnni_available() ? 1 : 0, std::memory_order_relaxed);
 }
 
-void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
-                      int64_t r1, float* y, int64_t ldy) {
+namespace {
+void vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
+               float* y, int64_t ldy, int parts) {
 #if INKLING_HAVE_VNNI
   thread_local Prepared p;
-  prepare(x, int(n_tok), ldx, w.cols, w.bits, w.group, p);
+  prepare(x, int(n_tok), ldx, w.cols, w.bits, w.group, parts, p);
   const int pf = tuning(w.bits == 8   ? TuneParam::kBytesPrefetch
                         : w.bits == 4 ? TuneParam::kQ4Prefetch
                                       : TuneParam::kAffinePrefetch);
@@ -496,8 +528,19 @@ void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
     }
   }
 #else
-  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;
 #endif
+}
+}  // namespace
+
+void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                      int64_t r1, float* y, int64_t ldy) {
+  vnni_rows(x, n_tok, ldx, w, r0, r1, y, ldy, kVnniParts);
+}
+
+void affine_vnni_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  vnni_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 1);
 }
 
 }  // namespace inkling

@@ -29,8 +29,13 @@
 
 namespace inkling {
 
-// Parts of the split of x used by the kernel (3: a + 2^-8 c + 2^-16 d).
+// Parts of the split of x used by the exact kernel (3: a + 2^-8 c + 2^-16 d).
 constexpr int kVnniParts = 3;
+// Fast numerics (include/inkling/numerics.h) take one part with a free scale per lane set:
+// x ~= (M / 127) a, a = round(x 127 / M), M = max |x| of the lane set (4 or 8 neighbouring
+// columns: finer than llama.cpp's Q8_0 block of 32, so an outlier costs only its neighbours'
+// precision). Lane sets with M below kVnniTiny (denormal range) are taken as zero.
+constexpr float kVnniTiny = 0x1p-100f;
 
 // True when this binary has the kernel and the CPU can run it (AVX512F/BW/DQ/VL + VNNI + VBMI:
 // Zen 4, Ice Lake / Sapphire Rapids and later; not Cascade / Cooper Lake, which keep the kernels
@@ -53,9 +58,14 @@ bool affine_vnni_handles(const MatView& w, int64_t n_tok);
 void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                       int64_t r1, float* y, int64_t ldy);
 
+// The fast-numerics kernel: one int8 part per column (see kVnniTiny), one VPDPBUSD per code
+// vector, the same order of f32 steps; row-count invariant like the exact one.
+void affine_vnni_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy);
+
 // The scalar twin: the same split (affine_vnni_split), plain integer sums per lane set, the same
 // f32 steps (std::fma where the kernel fuses) and the same final reduction: bitwise equal to
-// affine_vnni_rows on every input. Any host.
+// affine_vnni_rows on every input (parts 3), or affine_vnni_fast_rows (parts 1). Any host.
 void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                           int64_t r1, float* y, int64_t ldy, int parts = kVnniParts);
 
@@ -75,12 +85,13 @@ int64_t affine_vnni_span(int bits, int group);
 // Column of a span's lane set: lane k (< 16), member j (< span / 16), for a span starting at 0.
 int64_t affine_vnni_lane_col(int bits, int64_t span, int k, int j);
 
-// The split of one token's x (cols columns, natural order) into `parts` (2 or 3) int8 arrays
+// The split of one token's x (cols columns, natural order) into `parts` (1, 2 or 3) int8 arrays
 // a, c, d (d unused with 2 parts) and per span and lane the factor 2^(E-8) (fac[span * 16 + k]).
 // Per lane set: M = max |x|; E is the smallest exponent with round(M 2^-E) <= 126 (at least -140;
 // 0 when M is 0); a = round(x 2^-E), c = round(256 (x 2^-E - a)) (c = 128 is carried into a as
 // c = -128), d = round(256 (256 (x 2^-E - a) - c)) clamped to 127. Non-finite M: parts 0 and a
 // NaN factor (the products become NaN). Columns past cols (a partial last span) get 0.
+// parts 1: a = round(x * (127 / M)) and factor M / 127, both in f32 (zero below kVnniTiny).
 void affine_vnni_split(const float* x, int64_t cols, int bits, int group, int parts, int8_t* a,
                        int8_t* c, int8_t* d, float* fac);
 

@@ -62,12 +62,26 @@ void affine_vnni_split(const float* x, int64_t cols, int bits, int group, int pa
       for (int64_t j = 0; j < per; ++j) {  // every member zero first (past cols, non-finite)
         const int64_t col = sp * span + affine_vnni_lane_col(bits, span, k, int(j));
         if (col < cols) {
-          a[col] = c[col] = 0;
+          a[col] = 0;
+          if (parts > 1) c[col] = 0;
           if (parts > 2) d[col] = 0;
         }
       }
       if (!finite) {
         fac[sp * 16 + k] = std::numeric_limits<float>::quiet_NaN();
+        continue;
+      }
+      if (parts == 1) {  // fast numerics: one part, scale M / 127 in f32 (the kernel's ops)
+        if (!(m >= kVnniTiny)) {
+          fac[sp * 16 + k] = 0.f;
+          continue;
+        }
+        const float inv = 127.f / m;
+        fac[sp * 16 + k] = m / 127.f;
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = x[idx[i]] * inv;
+          a[idx[i]] = int8_t(rint_d(double(v)));
+        }
         continue;
       }
       int E = 0;
@@ -130,11 +144,13 @@ void affine_vnni_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatV
             if (col >= cols) continue;
             const int q = code_at(codes, col, bits);
             A += q * pa[size_t(col)];
-            C += q * pc[size_t(col)];
+            if (parts > 1) C += q * pc[size_t(col)];
             if (parts > 2) D += q * pd[size_t(col)];
           }
           float f;
-          if (fused) {  // one int32 (affine_vnni_fused), converted once, times 2^(E-16)
+          if (parts == 1) {  // fast numerics: A times the lane factor M / 127
+            f = float(int32_t(A)) * fac[size_t(sp * 16 + k)];
+          } else if (fused) {  // one int32 (affine_vnni_fused), converted once, times 2^(E-16)
             f = float(int32_t(A * 65536 + C * 256 + D)) *
                 (fac[size_t(sp * 16 + k)] * (1.f / 256.f));
           } else {

@@ -130,7 +130,7 @@ TEST(AffineVnni, SplitNonFiniteGivesNan) {
 
 // Kernel vs twin, bitwise, for tokens of every kind at once (1..16 tokens).
 void expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, std::mt19937& rng,
-                 const std::string& what) {
+                 const std::string& what, int parts = kVnniParts) {
   const int64_t ldx = w.cols + 7, ldy = w.rows + 2;
   std::vector<float> x(size_t(n_tok * ldx), 0.f);
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -138,8 +138,11 @@ void expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, std::m
     std::memcpy(x.data() + t * ldx, xt.data(), xt.size() * 4);
   }
   std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got);
-  affine_vnni_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy);
-  affine_vnni_rows_ref(x.data(), n_tok, ldx, w, r0, r1, want.data(), ldy);
+  if (parts == 1)
+    affine_vnni_fast_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy);
+  else
+    affine_vnni_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy);
+  affine_vnni_rows_ref(x.data(), n_tok, ldx, w, r0, r1, want.data(), ldy, parts);
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t r = 0; r < w.rows + 2; ++r) {
       const size_t i = size_t(t * ldy + r);
@@ -172,6 +175,62 @@ TEST(AffineVnni, KernelEqualsScalarTwinBitwise) {
   QMat s = testing::make_affine(5, 512, 4, 64, DType::BF16, 1, rng);
   expect_twin(slice_cols(s.view, 128, 256), 3, 0, 5, rng, "column slice");
   EXPECT_FALSE(affine_vnni_handles(q.view, 17));
+}
+
+// The fast-numerics kernel (one int8 part, scale M / 127 per lane set) against its twin, bitwise.
+TEST(AffineVnni, FastKernelEqualsScalarTwinBitwise) {
+  if (!affine_vnni_available()) GTEST_SKIP() << "CPU without AVX512-VNNI";
+  std::mt19937 rng(21);
+  for (int bits : {1, 2, 3, 4, 5, 6, 8})
+    for (int group : {32, 64, 128})
+      for (int64_t cols : {int64_t(group), int64_t(384), int64_t(1024 + 3 * group)}) {
+        if (cols % group) continue;
+        QMat q = testing::make_affine(13, cols, bits, group, DType::BF16, 2, rng);
+        const std::string what = "fast q" + std::to_string(bits) + " g" + std::to_string(group) +
+                                 " cols " + std::to_string(cols);
+        for (int64_t n_tok : {1, 2, 3, 6, 16}) expect_twin(q.view, n_tok, 0, 13, rng, what, 1);
+        expect_twin(q.view, 5, 3, 10, rng, what + " rows 3..10", 1);
+      }
+  QMat q = testing::make_affine(7, 512, 8, 64, DType::F32, 1, rng);
+  for (int64_t n_tok = 1; n_tok <= kFewMaxTokens; ++n_tok)
+    expect_twin(q.view, n_tok, 0, 7, rng, "fast f32 scales", 1);
+  QMat s = testing::make_affine(5, 512, 4, 64, DType::BF16, 1, rng);
+  expect_twin(slice_cols(s.view, 128, 256), 3, 0, 5, rng, "fast column slice", 1);
+}
+
+// The one-part split: each element within M / 254 of x (M: max |x| of its lane set), zero for a
+// lane set below kVnniTiny.
+TEST(AffineVnni, FastSplitWithinHalfStep) {
+  std::mt19937 rng(22);
+  for (int bits : {4, 8})
+    for (int group : {32, 128})
+      for (XKind kind : {XKind::kNormal, XKind::kOutlier, XKind::kZerosDenormals, XKind::kHuge}) {
+        const int64_t cols = 512;
+        const auto x = make_x(cols, kind, rng);
+        std::vector<int8_t> a(static_cast<size_t>(cols)), c(a), d(a);
+        const int64_t span = affine_vnni_span(bits, group), per = span / 16;
+        std::vector<float> fac(size_t(cols / span * 16));
+        affine_vnni_split(x.data(), cols, bits, group, 1, a.data(), c.data(), d.data(), fac.data());
+        for (int64_t sp = 0; sp < cols / span; ++sp)
+          for (int k = 0; k < 16; ++k) {
+            double m = 0;
+            for (int64_t j = 0; j < per; ++j)
+              m = std::max(
+                  m, std::fabs(double(
+                         x[size_t(sp * span + affine_vnni_lane_col(bits, span, k, int(j)))])));
+            const float f = fac[size_t(sp * 16 + k)];
+            for (int64_t j = 0; j < per; ++j) {
+              const int64_t col = sp * span + affine_vnni_lane_col(bits, span, k, int(j));
+              EXPECT_LE(std::abs(int(a[size_t(col)])), 127);
+              const double err = std::fabs(double(a[size_t(col)]) * f - double(x[size_t(col)]));
+              if (m < kVnniTiny) {
+                EXPECT_EQ(a[size_t(col)], 0);
+                continue;
+              }
+              EXPECT_LE(err, m / 254.0 * (1 + 1e-5)) << kind_name(kind) << " col " << col;
+            }
+          }
+      }
 }
 
 // The twin (so the kernel) against the exact double product: the split's error bound.

@@ -57,7 +57,10 @@ Dense make_dense(DType dt, int64_t rows, int64_t cols, uint32_t seed) {
 
 // matmul of tokens [0, T) vs each token alone, bitwise, for T = 1..kMaxT; with no pool and with
 // 2 threads (a different split of the rows).
-void expect_invariant(const MatView& w, const std::string& what) {
+void expect_invariant(const MatView& view, const std::string& what,
+                      Numerics numerics = Numerics::kExact) {
+  MatView w = view;
+  ASSERT_TRUE(bind_kernels(w, numerics)) << what;
   const int64_t ldx = w.cols + 5, ldy = w.rows + 3;
   const auto x = randn(size_t(kMaxT * ldx), 17u + uint32_t(w.cols));
   std::vector<float> alone(size_t(kMaxT * ldy));
@@ -74,21 +77,31 @@ void expect_invariant(const MatView& w, const std::string& what) {
     }
 }
 
-void every_format(std::mt19937& rng, const char* mode) {
+void every_format(std::mt19937& rng, const char* mode, Numerics n = Numerics::kExact) {
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
     for (int64_t cols : {int64_t(64), int64_t(300), int64_t(2532)}) {  // 2532: column blocks
       const Dense d = make_dense(dt, cols > 1000 ? 9 : 37, cols, uint32_t(cols));
-      expect_invariant(d.view,
-                       std::string(mode) + " " + dtype_name(dt) + " cols " + std::to_string(cols));
+      expect_invariant(
+          d.view, std::string(mode) + " " + dtype_name(dt) + " cols " + std::to_string(cols), n);
     }
   for (int bits : {1, 2, 3, 4, 5, 6, 8})
     for (int group : {32, 64}) {
       QMat q = testing::make_affine(37, 512, bits, group, DType::BF16, 1, rng);
-      expect_invariant(q.view, std::string(mode) + " affine q" + std::to_string(bits) + "/g" +
-                                   std::to_string(group));
+      expect_invariant(
+          q.view,
+          std::string(mode) + " affine q" + std::to_string(bits) + "/g" + std::to_string(group), n);
     }
   QMat q = testing::make_nvfp4(37, 512, 1, rng);
-  expect_invariant(q.view, std::string(mode) + " nvfp4");
+  expect_invariant(q.view, std::string(mode) + " nvfp4", n);
+}
+
+// Fast numerics (x rounded to bf16 / int8 for the product) keep the same guarantee.
+TEST(RowInvariance, FastNumericsToo) {
+  std::mt19937 rng(9);
+  every_format(rng, "fast", Numerics::kFast);
+  set_q4_bf16dot_enabled(false);
+  every_format(rng, "fast without avx512-bf16", Numerics::kFast);
+  set_q4_bf16dot_enabled(true);
 }
 
 TEST(RowInvariance, EveryFormatGivesEachTokenItsOwnBits) {

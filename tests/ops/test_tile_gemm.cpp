@@ -94,7 +94,10 @@ void check(RowsFn fn, int parts, PairOrder order, bool bitwise, const char* what
           ASSERT_LE(std::fabs(double(got[i]) - twin[i]), 1e-5 * mag)
               << at << " token " << t << " row " << r;
         // 3 parts: exact products, f32 sums; 2 parts: plus 2^-17 relative per element.
-        ASSERT_LE(std::fabs(double(twin[i]) - f32[i]), (parts == 3 ? 1e-5 : 3e-5) * mag)
+        ASSERT_LE(std::fabs(double(twin[i]) - f32[i]), (parts == 3   ? 1e-5
+                                                        : parts == 2 ? 3e-5
+                                                                     : 4e-3) *
+                                                           mag)
             << at << " twin vs f32 product, token " << t << " row " << r;
       }
   }
@@ -187,6 +190,7 @@ void bf16_tile_2(const float* x, int64_t n, int64_t ldx, const MatView& w, int64
 
 TEST(TileGemm, Avx512Bf16MatchesScalarTwin) {
   if (!bf16_tile_gemm_available()) GTEST_SKIP() << "CPU without AVX512-BF16";
+  check(bf16_tile_gemm_fast_rows, 1, PairOrder::kOddFirst, true, "AVX512-BF16 1 part (fast)");
   check(bf16_tile_3, 3, PairOrder::kOddFirst, true, "AVX512-BF16 3 parts");
   check(bf16_tile_2, 2, PairOrder::kOddFirst, true, "AVX512-BF16 2 parts");
 }

@@ -1,0 +1,192 @@
+// AVX512-BF16 kernel for bf16 weights in fast numerics (see dense_bf16dot.h), and its scalar twin.
+// Tiles: one token streams one row at a time (a sequential read per thread, as the exact decode
+// kernel); several tokens run 2 rows x 2 tokens (16 accumulators) over blocks of 16 rows, so the
+// weights come from memory once per call and from L2 for every further pair of tokens.
+#include "ops/dense_bf16dot.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/aligned_scratch.h"
+#include "base/dtype.h"
+#include "ops/formats.h"
+#include "ops/quant_affine_vnni.h"  // vnni_sum16: the fixed 16-lane reduction
+#include "ops/quant_q4_bf16dot.h"
+#include "ops/tile_emulated.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INKLING_HAVE_DENSE_BF16DOT 1
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see quant_q4_bf16dot.cpp
+#endif
+#include <immintrin.h>
+#define INK_TILE_FN \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+#include "ops/tile_pack_avx512-inl.h"
+#else
+#define INKLING_HAVE_DENSE_BF16DOT 0
+#endif
+
+namespace inkling {
+
+namespace {
+constexpr int64_t kChunk = 32;  // columns per VDPBF16PS
+constexpr int kChains = 4;
+}  // namespace
+
+bool dense_bf16dot_handles(const MatView& w, int64_t n_tok) {
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kDense &&
+         w.dtype == DType::BF16;
+}
+
+void dense_bf16dot_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                            int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
+  std::vector<uint16_t> xb(size_t(chunks * kChunk)), wb(size_t(chunks * kChunk));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    std::fill(xb.begin(), xb.end(), uint16_t(0));
+    for (int64_t c = 0; c < n; ++c) xb[size_t(c)] = f32_to_bf16(x[t * ldx + c]);
+    for (int64_t r = r0; r < r1; ++r) {
+      std::fill(wb.begin(), wb.end(), uint16_t(0));
+      const uint16_t* row = reinterpret_cast<const uint16_t*>(w.row(r));
+      for (int64_t c = 0; c < n; ++c) wb[size_t(c)] = load_unaligned(row + c);
+      float lanes[kChains][16] = {};
+      for (int64_t j = 0; j < chunks; ++j)
+        for (int l = 0; l < 16; ++l)
+          lanes[j % kChains][l] =
+              tile_gemm::dot_pair(lanes[j % kChains][l], wb.data() + j * kChunk + 2 * l,
+                                  xb.data() + j * kChunk + 2 * l, tile_gemm::PairOrder::kOddFirst);
+      float s[16];
+      for (int l = 0; l < 16; ++l) s[l] = (lanes[0][l] + lanes[1][l]) + (lanes[2][l] + lanes[3][l]);
+      y[t * ldy + r] = vnni_sum16(s);
+    }
+  }
+}
+
+#if INKLING_HAVE_DENSE_BF16DOT
+namespace {
+
+// x of the call's tokens as bf16, each token zero padded to whole chunks (on cache lines).
+struct Prepared {
+  AlignedScratch<uint16_t> xb;
+  int64_t stride = 0;
+};
+
+INK_TILE_FN void prepare(const float* x, int64_t n_tok, int64_t ldx, int64_t n, Prepared& p) {
+  p.stride = (n + kChunk - 1) / kChunk * kChunk;
+  p.xb.get(size_t(n_tok * p.stride));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* in = x + t * ldx;
+    uint16_t* o = p.xb.data() + t * p.stride;
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(o + c),
+                         _mm512_cvtepi32_epi16(tile_gemm::bf16_bits16(_mm512_loadu_ps(in + c))));
+    for (; c < p.stride; ++c) o[c] = c < n ? f32_to_bf16(in[c]) : uint16_t(0);
+  }
+}
+
+INK_TILE_FN inline float finish(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  return vnni_sum16(lanes);
+}
+
+INK_TILE_FN inline __m512bh load_w(const uint16_t* p, __mmask32 m) {
+  return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
+}
+
+// R rows x NT tokens from row `r`: four chains per (row, token), chunk j into chain j % 4.
+template <int R, int NT>
+INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
+                      int64_t ldy) {
+  const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
+  const int64_t full = n / kChunk;  // chunks read without a mask
+  const __mmask32 tail = n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
+  const uint16_t* wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+  const uint16_t* xt[NT];
+  for (int t = 0; t < NT; ++t) xt[t] = p.xb.data() + (t0 + t) * p.stride;
+  __m512 a[kChains][R][NT];
+#pragma GCC unroll 4
+  for (int k = 0; k < kChains; ++k)
+#pragma GCC unroll 2
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+      for (int t = 0; t < NT; ++t) a[k][i][t] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + kChains <= full; j += kChains) {
+#pragma GCC unroll 4
+    for (int k = 0; k < kChains; ++k) {
+      __m512bh wv[R];
+#pragma GCC unroll 2
+      for (int i = 0; i < R; ++i) wv[i] = (__m512bh)_mm512_loadu_si512(wr[i] + (j + k) * kChunk);
+#pragma GCC unroll 2
+      for (int t = 0; t < NT; ++t) {
+        const __m512bh xv = (__m512bh)_mm512_load_si512(xt[t] + (j + k) * kChunk);
+#pragma GCC unroll 2
+        for (int i = 0; i < R; ++i) a[k][i][t] = _mm512_dpbf16_ps(a[k][i][t], wv[i], xv);
+      }
+    }
+  }
+  for (; j < chunks; ++j) {  // the last whole chunks, then the partial one (masked, zeros)
+    const int k = int(j % kChains);
+    const __mmask32 m = j < full ? ~__mmask32(0) : tail;
+    for (int i = 0; i < R; ++i) {
+      const __m512bh wv = load_w(wr[i] + j * kChunk, m);
+      for (int t = 0; t < NT; ++t)
+        a[k][i][t] =
+            _mm512_dpbf16_ps(a[k][i][t], wv, (__m512bh)_mm512_load_si512(xt[t] + j * kChunk));
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < NT; ++t)
+      y[(t0 + t) * ldy + r + i] = finish(a[0][i][t], a[1][i][t], a[2][i][t], a[3][i][t]);
+}
+
+bool cpu_has_bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bf16");
+}
+
+}  // namespace
+#endif  // INKLING_HAVE_DENSE_BF16DOT
+
+bool dense_bf16dot_available() {
+#if INKLING_HAVE_DENSE_BF16DOT
+  static const bool has = cpu_has_bf16();
+  return has && q4_bf16dot_enabled();
+#else
+  return false;
+#endif
+}
+
+void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                        int64_t r1, float* y, int64_t ldy) {
+#if INKLING_HAVE_DENSE_BF16DOT
+  thread_local Prepared p;
+  prepare(x, n_tok, ldx, w.cols, p);
+  if (n_tok == 1) {
+    for (int64_t r = r0; r < r1; ++r) tile<1, 1>(p, 0, w, r, y, ldy);
+    return;
+  }
+  constexpr int64_t kBlock = 16;  // rows whose weights stay in L2 while every token pair passes
+  for (int64_t rb = r0; rb < r1; rb += kBlock) {
+    const int64_t re = std::min(r1, rb + kBlock);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 2) {
+      const bool pair = t0 + 1 < n_tok;
+      int64_t r = rb;
+      for (; r + 2 <= re; r += 2)
+        pair ? tile<2, 2>(p, t0, w, r, y, ldy) : tile<2, 1>(p, t0, w, r, y, ldy);
+      for (; r < re; ++r) pair ? tile<1, 2>(p, t0, w, r, y, ldy) : tile<1, 1>(p, t0, w, r, y, ldy);
+    }
+  }
+#else
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
+#endif
+}
+
+}  // namespace inkling
