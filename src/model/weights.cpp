@@ -480,10 +480,17 @@ Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
 
 void bind_numerics(Weights& w, Numerics n) {
   // bind_weights bound every view once already, so every rebind succeeds (the choice of a set
-  // depends on the format, its parameters and the columns, as at that first bind).
-  for_each_matrix(w, [&](const char*, const std::string&, MatView& v) { bind_kernels(v, n); });
+  // depends on the format, its parameters and the columns, as at that first bind). In fast
+  // numerics the routed experts take the coarse grade, every other matrix the fine one
+  // (ops/formats.h KernelMode); the routers stay exact.
+  for_each_matrix(w, [&](const char* group, const std::string&, MatView& v) {
+    const bool routed = std::string_view(group) == "routed experts";
+    bind_kernels(v, n == Numerics::kExact ? KernelMode::kExact
+                    : routed              ? KernelMode::kFast
+                                          : KernelMode::kFastFine);
+  });
   auto exact_router = [](LayerWeights& l) {
-    if (l.moe.router.data) bind_kernels(l.moe.router, Numerics::kExact);
+    if (l.moe.router.data) bind_kernels(l.moe.router, KernelMode::kExact);
   };
   for (LayerWeights& l : w.layers) exact_router(l);
   for (MtpDepthWeights& d : w.mtp) exact_router(d.block);

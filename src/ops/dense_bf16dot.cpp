@@ -14,6 +14,7 @@
 #include "ops/quant_affine_vnni.h"  // vnni_sum16: the fixed 16-lane reduction
 #include "ops/quant_q4_bf16dot.h"
 #include "ops/tile_emulated.h"
+#include "ops/tuning.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_DENSE_BF16DOT 1
@@ -98,9 +99,11 @@ INK_TILE_FN inline __m512bh load_w(const uint16_t* p, __mmask32 m) {
 }
 
 // R rows x NT tokens from row `r`: four chains per (row, token), chunk j into chain j % 4.
+// `ahead` (one row and token only, may be null): a row further on, software-prefetched at the
+// offsets read (decode tuning, ops/tuning.h; no effect on the arithmetic).
 template <int R, int NT>
 INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
-                      int64_t ldy) {
+                      int64_t ldy, const uint16_t* ahead = nullptr) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
   const int64_t full = n / kChunk;  // chunks read without a mask
   const __mmask32 tail = n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
@@ -117,6 +120,9 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
       for (int t = 0; t < NT; ++t) a[k][i][t] = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + kChains <= full; j += kChains) {
+    if (ahead)
+      for (int k = 0; k < kChains; ++k)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + (j + k) * kChunk), _MM_HINT_T0);
 #pragma GCC unroll 4
     for (int k = 0; k < kChains; ++k) {
       __m512bh wv[R];
@@ -170,10 +176,14 @@ void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
   thread_local Prepared p;
   prepare(x, n_tok, ldx, w.cols, p);
   if (n_tok == 1) {
-    for (int64_t r = r0; r < r1; ++r) tile<1, 1>(p, 0, w, r, y, ldy);
+    const int64_t pf = tuning(TuneParam::kDensePrefetch);
+    for (int64_t r = r0; r < r1; ++r)
+      tile<1, 1>(
+          p, 0, w, r, y, ldy,
+          pf > 0 && r + pf < r1 ? reinterpret_cast<const uint16_t*>(w.row(r + pf)) : nullptr);
     return;
   }
-  constexpr int64_t kBlock = 16;  // rows whose weights stay in L2 while every token pair passes
+  constexpr int64_t kBlock = 4;  // rows whose weights stay in L1/L2 while every token pair passes
   for (int64_t rb = r0; rb < r1; rb += kBlock) {
     const int64_t re = std::min(r1, rb + kBlock);
     for (int64_t t0 = 0; t0 < n_tok; t0 += 2) {

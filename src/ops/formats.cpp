@@ -42,7 +42,8 @@ constexpr Kernel kVnniAffine{"avx512-vnni affine", affine_vnni_rows};
 constexpr Kernel kBf16DotDense{"avx512-bf16 dot (x bf16)", dense_bf16dot_rows};
 constexpr Kernel kBf16TileFast{"avx512-bf16 tile gemm (x bf16)", bf16_tile_gemm_fast_rows};
 constexpr Kernel kAmxGemmFast{"amx-bf16 gemm (x bf16)", amx_gemm_fast_rows};
-constexpr Kernel kVnniFast{"avx512-vnni int8 (x int8 per 4-8 columns)", affine_vnni_fast_rows};
+constexpr Kernel kVnniFast{"avx512-vnni (x int8)", affine_vnni_fast_rows};
+constexpr Kernel kVnniFine{"avx512-vnni (x 2 x int8)", affine_vnni_fine_rows};
 
 // Affine widths other than 4 and 8 with AVX512-BF16 + VBMI take affine_bf16dot_rows for 1..16
 // tokens, affine 4-bit and NVFP4 q4_bf16dot_rows: one kernel per view for every token count up
@@ -94,16 +95,16 @@ constexpr KernelSet kDenseBf16Fast{{kBf16DotDense, kBf16DotDense, kBf16TileFast}
 constexpr KernelSet kDenseBf16FastAmx{{kBf16DotDense, kBf16DotDense, kAmxGemmFast},
                                       dense_dequant_row};
 
-const KernelSet* select_dense_hwy(const MatView&, Numerics) {
+const KernelSet* select_dense_hwy(const MatView&, KernelMode) {
   return &kDenseHwy;  // f32 weights keep f32 products in both modes
 }
-const KernelSet* select_dense_bf16(const MatView& w, Numerics n) {
+const KernelSet* select_dense_bf16(const MatView& w, KernelMode m) {
   const bool amx = amx_gemm_handles(w) && amx_gemm_enabled();
-  if (n == Numerics::kFast && dense_bf16dot_available() && dense_bf16dot_handles(w, 1))
+  if (m != KernelMode::kExact && dense_bf16dot_available() && dense_bf16dot_handles(w, 1))
     return amx ? &kDenseBf16FastAmx : &kDenseBf16Fast;
   return amx ? &kDenseBf16Amx : &kDenseHwy;
 }
-const KernelSet* select_dense_scalar(const MatView&, Numerics) {
+const KernelSet* select_dense_scalar(const MatView&, KernelMode) {
   return &kDenseScalar;
 }
 
@@ -155,14 +156,18 @@ constexpr KernelSet kAffineBytesVnni{{kVnniQ8, kVnniQ8, kAffineBytesGemm}, affin
 // AVX512-BF16 kernel is not available.
 constexpr KernelSet kAffineWordsVnni{{kVnniAffine, kVnniAffine, kAffineWordsGemm},
                                      affine_dequant_row};
-// Fast numerics with AVX512-VNNI: one int8 part of x for 1..16 tokens, every width.
-constexpr KernelSet kAffine4VnniFast[2] = {
-    {{kVnniFast, kVnniFast, kHwyQuant}, affine_dequant_row},
-    {{kVnniFast, kVnniFast, kHwyGemmQ4}, affine_dequant_row}};
-constexpr KernelSet kAffineBytesVnniFast{{kVnniFast, kVnniFast, kAffineBytesGemm},
-                                         affine_dequant_row};
-constexpr KernelSet kAffineWordsVnniFast{{kVnniFast, kVnniFast, kAffineWordsGemm},
-                                         affine_dequant_row};
+// Fast numerics with AVX512-VNNI for 1..16 tokens, every width: [fine] one / two int8 parts of x.
+constexpr KernelSet kAffine4VnniFast[2][2] = {
+    {{{kVnniFast, kVnniFast, kHwyQuant}, affine_dequant_row},
+     {{kVnniFast, kVnniFast, kHwyGemmQ4}, affine_dequant_row}},
+    {{{kVnniFine, kVnniFine, kHwyQuant}, affine_dequant_row},
+     {{kVnniFine, kVnniFine, kHwyGemmQ4}, affine_dequant_row}}};
+constexpr KernelSet kAffineBytesVnniFast[2] = {
+    {{kVnniFast, kVnniFast, kAffineBytesGemm}, affine_dequant_row},
+    {{kVnniFine, kVnniFine, kAffineBytesGemm}, affine_dequant_row}};
+constexpr KernelSet kAffineWordsVnniFast[2] = {
+    {{kVnniFast, kVnniFast, kAffineWordsGemm}, affine_dequant_row},
+    {{kVnniFine, kVnniFine, kAffineWordsGemm}, affine_dequant_row}};
 constexpr KernelSet kAffineWords[2] = {
     {{kHwyAffineWords, kHwyAffineWords, kAffineWordsGemm}, affine_dequant_row},
     {{kBf16DotAffine, kBf16DotAffine, kAffineWordsGemm}, affine_dequant_row}};
@@ -182,23 +187,26 @@ bool vnni_for(const MatView& w) {
   return affine_vnni_enabled() && affine_vnni_handles(w, 1);
 }
 
-const KernelSet* select_affine4(const MatView& w, Numerics n) {
+const KernelSet* select_affine4(const MatView& w, KernelMode m) {
   if (!groups_fit(w)) return nullptr;
   if (vnni_for(w))
-    return n == Numerics::kFast ? &kAffine4VnniFast[hwy_gemm_q4_supported(w)]
-                                : &kAffine4Vnni[hwy_gemm_q4_supported(w)];
+    return m == KernelMode::kExact
+               ? &kAffine4Vnni[hwy_gemm_q4_supported(w)]
+               : &kAffine4VnniFast[m == KernelMode::kFastFine][hwy_gemm_q4_supported(w)];
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
-const KernelSet* select_affine8(const MatView& w, Numerics n) {
+const KernelSet* select_affine8(const MatView& w, KernelMode m) {
   if (affine_words_supported(w) && hwy_gemm_affine_supported(w)) {
     if (!vnni_for(w)) return &kAffineBytes;
-    return n == Numerics::kFast ? &kAffineBytesVnniFast : &kAffineBytesVnni;
+    return m == KernelMode::kExact ? &kAffineBytesVnni
+                                   : &kAffineBytesVnniFast[m == KernelMode::kFastFine];
   }
   return groups_fit(w) ? &kAffine8 : nullptr;
 }
-const KernelSet* select_affine_words(const MatView& w, Numerics n) {
+const KernelSet* select_affine_words(const MatView& w, KernelMode m) {
   if (!affine_words_supported(w) || !hwy_gemm_affine_supported(w)) return nullptr;
-  if (n == Numerics::kFast && vnni_for(w)) return &kAffineWordsVnniFast;
+  if (m != KernelMode::kExact && vnni_for(w))
+    return &kAffineWordsVnniFast[m == KernelMode::kFastFine];
   const bool bf16 =
       q4_bf16dot_enabled() && affine_bf16dot_available() && affine_bf16dot_handles(w, 1);
   // The exact AVX512-BF16 kernel where the CPU has it: for these widths the VNNI kernel measured
@@ -208,7 +216,7 @@ const KernelSet* select_affine_words(const MatView& w, Numerics n) {
   if (!bf16 && vnni_for(w)) return &kAffineWordsVnni;
   return &kAffineWords[bf16];
 }
-const KernelSet* select_nvfp4(const MatView& w, Numerics) {
+const KernelSet* select_nvfp4(const MatView& w, KernelMode) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
   return &kNvfp4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
@@ -246,9 +254,9 @@ const FormatEntry* find_format(const MatView& w) {
   return nullptr;
 }
 
-bool bind_kernels(MatView& w, Numerics n) {
+bool bind_kernels(MatView& w, KernelMode m) {
   const FormatEntry* f = find_format(w);
-  const KernelSet* k = f ? f->select(w, n) : nullptr;
+  const KernelSet* k = f ? f->select(w, m) : nullptr;
   if (!k) return false;
   w.kernels = k;
   return true;
@@ -257,7 +265,7 @@ bool bind_kernels(MatView& w, Numerics n) {
 const KernelSet& kernels_of(const MatView& w) {
   if (w.kernels) return *w.kernels;
   const FormatEntry* f = find_format(w);
-  const KernelSet* k = f ? f->select(w, Numerics::kExact) : nullptr;
+  const KernelSet* k = f ? f->select(w, KernelMode::kExact) : nullptr;
   if (!k) {
     std::fprintf(stderr, "inkling: no kernel for weight storage %s (%lld x %lld)\n",
                  format_label(w).c_str(), static_cast<long long>(w.rows),

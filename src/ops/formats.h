@@ -55,6 +55,17 @@ struct KernelSet {
   const Kernel& for_tokens(int64_t n_tok) const { return by_shape[int(shape_class(n_tok))]; }
 };
 
+// What a view's kernels are bound for: exact numerics, or fast (include/inkling/numerics.h) in one
+// of two grades. Against bf16 weights both fast grades round x to bf16. Against quantized weights
+// kFast takes one int8 part of x per column (the routed experts: most of the bytes, and each sees
+// only the tokens routed to it) and kFastFine two (x within ~2^-15 of its lane set's max: the
+// matrices every token passes, whose rounding reaches every logit); on the trained demo model's
+// 4-bit copy one part everywhere measured KL 3.5e-4, over the 2.5e-4 bar (docs/performance.md).
+enum class KernelMode : uint8_t { kExact, kFast, kFastFine };
+constexpr KernelMode kernel_mode(Numerics n) {
+  return n == Numerics::kFast ? KernelMode::kFast : KernelMode::kExact;
+}
+
 struct FormatEntry {
   const char* name;  // "F32", "BF16", "F16", "affine q4", "affine q8", "nvfp4"
   WeightFormat family;
@@ -64,10 +75,10 @@ struct FormatEntry {
   double (*bytes_per_element)(const MatView& w);
   // Human label of a view's storage: "BF16", "affine q4/g64", "nvfp4".
   std::string (*label)(const MatView& w);
-  // The best kernels for this view on this CPU in numerics mode `n`; null if the view's
+  // The best kernels for this view on this CPU in mode `m`; null if the view's
   // parameters are not supported (for example a group that does not divide the columns). Where
   // a format or CPU has no fast kernel, fast gets the exact set.
-  const KernelSet* (*select)(const MatView& w, Numerics n);
+  const KernelSet* (*select)(const MatView& w, KernelMode m);
 };
 
 // Every registered format.
@@ -76,9 +87,12 @@ std::span<const FormatEntry> weight_formats();
 // The entry describing w, or null for a format nobody registered.
 const FormatEntry* find_format(const MatView& w);
 
-// w with its kernels for numerics mode `n` bound (w.kernels set). Fails (returns false, w
+// w with its kernels for mode `m` bound (w.kernels set). Fails (returns false, w
 // unchanged) for views no entry can run. Call once per weight, at load.
-bool bind_kernels(MatView& w, Numerics n = Numerics::kExact);
+bool bind_kernels(MatView& w, KernelMode m = KernelMode::kExact);
+inline bool bind_kernels(MatView& w, Numerics n) {
+  return bind_kernels(w, kernel_mode(n));
+}
 
 // The kernels for w: its bound set, else a lookup in the registry (views made by hand: exact).
 // Aborts with a message for a view no entry can run.

@@ -217,6 +217,8 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int bits, int64_
     float* fac = p.fac.data() + t * p.fs;
     if (parts == 1)
       split_pack<1>(in, cols, bits, group, xq, fac, p.tmp.data());
+    else if (parts == 2)
+      split_pack<2>(in, cols, bits, group, xq, fac, p.tmp.data());
     else
       split_pack<kVnniParts>(in, cols, bits, group, xq, fac, p.tmp.data());
   }
@@ -433,6 +435,11 @@ void pass(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64
       rows_kernel<kBits, kCps, 1, 4, 1>(p, t0, w, r0, r1, y, ldy, pf);
     else
       rows_kernel<kBits, kCps, 2, 2, 1>(p, t0, w, r0, r1, y, ldy, pf);
+  } else if (p.parts == 2) {
+    if (nt == 1)
+      rows_kernel<kBits, kCps, 1, 4, 2>(p, t0, w, r0, r1, y, ldy, pf);
+    else
+      rows_kernel<kBits, kCps, 2, 2, 2>(p, t0, w, r0, r1, y, ldy, pf);
   } else if (nt == 1) {
     rows_kernel<kBits, kCps, 1, 4, kVnniParts>(p, t0, w, r0, r1, y, ldy, pf);
   } else {
@@ -484,9 +491,8 @@ void set_affine_vnni_enabled(bool on) {
   g_enabled.store(on && affine_vnni_available() ? 1 : 0, std::memory_order_relaxed);
 }
 
-namespace {
-void vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
-               float* y, int64_t ldy, int parts) {
+void affine_vnni_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                            int64_t r0, int64_t r1, float* y, int64_t ldy, int parts) {
 #if INKLING_HAVE_VNNI
   thread_local Prepared p;
   prepare(x, int(n_tok), ldx, w.cols, w.bits, w.group, parts, p);
@@ -531,16 +537,20 @@ void vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;
 #endif
 }
-}  // namespace
 
 void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                       int64_t r1, float* y, int64_t ldy) {
-  vnni_rows(x, n_tok, ldx, w, r0, r1, y, ldy, kVnniParts);
+  affine_vnni_parts_rows(x, n_tok, ldx, w, r0, r1, y, ldy, kVnniParts);
 }
 
 void affine_vnni_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                            int64_t r1, float* y, int64_t ldy) {
-  vnni_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 1);
+  affine_vnni_parts_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 1);
+}
+
+void affine_vnni_fine_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  affine_vnni_parts_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 2);
 }
 
 }  // namespace inkling

@@ -63,6 +63,16 @@ void affine_vnni_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView&
 void affine_vnni_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                            int64_t r1, float* y, int64_t ldy);
 
+// Fast numerics for the matrices every token passes (attention, dense, shared experts, head: see
+// ops/formats.h KernelMode::kFastFine): two int8 parts, x ~= 2^E (a + 2^-8 c), i.e. within
+// 2^(E-9) ~ max |x| of the lane set / 2^15, one VPDPBUSD less per code vector than exact.
+void affine_vnni_fine_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy);
+
+// Either kernel by its number of parts (1, 2 or 3): benchmarks and tests.
+void affine_vnni_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                            int64_t r0, int64_t r1, float* y, int64_t ldy, int parts);
+
 // The scalar twin: the same split (affine_vnni_split), plain integer sums per lane set, the same
 // f32 steps (std::fma where the kernel fuses) and the same final reduction: bitwise equal to
 // affine_vnni_rows on every input (parts 3), or affine_vnni_fast_rows (parts 1). Any host.

@@ -44,6 +44,7 @@ RunResult quantize(const std::vector<std::string>& extra, const std::string& scr
 std::shared_ptr<Engine> load(const std::string& dir) {
   EngineOptions o;
   o.n_threads = 2;
+  o.numerics = Numerics::kExact;  // parity with transformers on the dequantized weights: exact
   auto e = Engine::load(dir, o);
   EXPECT_TRUE(e.ok()) << e.status().message();
   return e.ok() ? e.value() : nullptr;

@@ -16,6 +16,20 @@
 
 namespace inkling::testing {
 
+// Engine options for the parity tests: exact numerics (the 1e-4 bars are exact mode's), or fast.
+inline EngineOptions parity_options(int threads, int64_t chunk,
+                                    Numerics numerics = Numerics::kExact) {
+  EngineOptions o;
+  o.n_threads = threads;
+  o.prefill_chunk = chunk;
+  o.numerics = numerics;
+  return o;
+}
+
+// Fast numerics against transformers f32 (DESIGN rule 12): teacher-forced max |diff| of the logits
+// at most this share of max |logit| (the floor where transformers' own bf16 run is closer).
+constexpr double kFastParityBar = 1.5e-3;
+
 inline std::string fixture_dir(const std::string& name) {
   return std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/" + name;
 }
@@ -28,6 +42,17 @@ inline nlohmann::json read_json(const std::string& path) {
   auto text = read_text_file(path);
   if (!text.ok()) return nlohmann::json();
   return nlohmann::json::parse(text.value(), nullptr, false);
+}
+
+// The bar of fast numerics on a fixture: the reference's own bf16 error on it (ref/bf16_run.json,
+// tools/bf16_run_error.py) where that is larger than kFastParityBar, else kFastParityBar. The
+// random fixtures' routers have small gaps, so a bf16 run flips expert choices and moves logits
+// far (transformers bf16 on the bf16 fixture: 0.30 of max |logit|). `fallback` where no
+// bf16_run.json was made.
+inline double fast_parity_bar(const std::string& fixture_dir, double fallback) {
+  const std::string p = fixture_dir + "/ref/bf16_run.json";
+  if (!std::filesystem::exists(p)) return fallback;
+  return std::max(kFastParityBar, read_json(p).at("max_rel_diff").get<double>());
 }
 
 inline std::vector<int32_t> json_ids(const nlohmann::json& j, const char* key) {

@@ -27,7 +27,7 @@ class DemoModel : public ::testing::Test {
     if (!std::filesystem::exists(kModel + "/model.safetensors") ||
         !std::filesystem::exists(kRef + "/logits.npy"))
       return;
-    auto e = Engine::load(kModel, EngineOptions{2, 256});
+    auto e = Engine::load(kModel, testing::parity_options(2, 256));
     if (e.ok())
       engine_ = e.value();
     else

@@ -29,7 +29,7 @@ class Parity : public ::testing::TestWithParam<ParityCase> {
     dir_ = fixture_dir(GetParam().fixture);
     model_ = dir_ + "/" + GetParam().layout;
     if (!std::filesystem::exists(model_ + "/config.json")) GTEST_SKIP() << "no " << model_;
-    auto e = Engine::load(model_, EngineOptions{2, 256});
+    auto e = Engine::load(model_, testing::parity_options(2, 256));
     ASSERT_TRUE(e.ok()) << e.status().message();
     engine_ = e.value();
     prompt_ = json_ids(read_json(dir_ + "/ref/prompt.json"), "prompt_ids");
@@ -56,6 +56,21 @@ TEST_P(Parity, Greedy64TokensExact) {
   std::printf("[parity] %s/%s: greedy %zu/%zu tokens match\n", GetParam().fixture.c_str(),
               GetParam().layout.c_str(), testing::matching_prefix(got, want), want.size());
   EXPECT_EQ(got, want);
+}
+
+// Fast numerics on the same fixtures: no further from transformers f32 than transformers' own bf16
+// run (testing::fast_parity_bar); f32 fixtures keep f32 products, so they stay at exact's bar.
+TEST_P(Parity, TeacherForcedLogitsFast) {
+  auto e = Engine::load(model_, testing::parity_options(2, 256, Numerics::kFast));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const auto r = testing::compare_logits(**e, prompt_, dir_ + "/ref/logits.npy");
+  ASSERT_EQ(r.error, "");
+  std::printf("[parity fast] %s/%s: max|diff| %.3g, max|logit| %.3g, ratio %.3g\n",
+              GetParam().fixture.c_str(), GetParam().layout.c_str(), r.max_diff, r.max_ref,
+              r.max_diff / r.max_ref);
+  const bool f32 = GetParam().fixture != "bf16";
+  EXPECT_LE(r.max_diff,
+            (f32 ? 1e-4 : testing::fast_parity_bar(dir_, testing::kFastParityBar)) * r.max_ref);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,

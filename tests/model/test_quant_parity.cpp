@@ -36,8 +36,8 @@ class QuantParity : public ::testing::TestWithParam<std::string> {
     prompt_ = json_ids(read_json(dir_ + "/ref/prompt.json"), "prompt_ids");
     ASSERT_FALSE(prompt_.empty());
   }
-  std::shared_ptr<Engine> engine() {
-    auto e = Engine::load(model_, EngineOptions{2, 256});
+  std::shared_ptr<Engine> engine(Numerics n = Numerics::kExact) {
+    auto e = Engine::load(model_, testing::parity_options(2, 256, n));
     EXPECT_TRUE(e.ok()) << e.status().message();
     return e.ok() ? e.value() : nullptr;
   }
@@ -53,6 +53,21 @@ TEST_P(QuantParity, TeacherForcedLogits) {
   std::printf("[quant parity] %s: max|diff| %.3g, max|logit| %.3g, ratio %.3g\n",
               GetParam().c_str(), r.max_diff, r.max_ref, r.max_diff / r.max_ref);
   EXPECT_LE(r.max_diff, 1e-4f * r.max_ref);
+}
+
+// Fast numerics (int8 x against the codes, bf16 x against bf16 weights). These fixtures have no
+// transformers bf16 run recorded (ref/bf16_run.json needs the HF model of the dequantized weights,
+// which they do not keep): the bar is a guard against broken products only (0.5 of max |logit|;
+// transformers bf16 moved the bf16 fixture's logits by 0.30, its random routers flipping). The
+// quality bar that matters is the trained demo model's (bench/numerics_ab, docs/performance.md).
+TEST_P(QuantParity, TeacherForcedLogitsFast) {
+  auto eng = engine(Numerics::kFast);
+  ASSERT_TRUE(eng);
+  const auto r = testing::compare_logits(*eng, prompt_, dir_ + "/ref/logits.npy");
+  ASSERT_EQ(r.error, "");
+  std::printf("[quant parity fast] %s: max|diff| %.3g, max|logit| %.3g, ratio %.3g\n",
+              GetParam().c_str(), r.max_diff, r.max_ref, r.max_diff / r.max_ref);
+  EXPECT_LE(r.max_diff, testing::fast_parity_bar(dir_, 0.5) * r.max_ref);
 }
 
 TEST_P(QuantParity, Greedy64TokensExact) {

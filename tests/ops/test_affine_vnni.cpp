@@ -140,6 +140,8 @@ void expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, std::m
   std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got);
   if (parts == 1)
     affine_vnni_fast_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy);
+  else if (parts == 2)
+    affine_vnni_fine_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy);
   else
     affine_vnni_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy);
   affine_vnni_rows_ref(x.data(), n_tok, ldx, w, r0, r1, want.data(), ldy, parts);
@@ -177,7 +179,8 @@ TEST(AffineVnni, KernelEqualsScalarTwinBitwise) {
   EXPECT_FALSE(affine_vnni_handles(q.view, 17));
 }
 
-// The fast-numerics kernel (one int8 part, scale M / 127 per lane set) against its twin, bitwise.
+// The fast-numerics kernels (one int8 part, scale M / 127 per lane set; two parts, the fine grade)
+// against their twin, bitwise.
 TEST(AffineVnni, FastKernelEqualsScalarTwinBitwise) {
   if (!affine_vnni_available()) GTEST_SKIP() << "CPU without AVX512-VNNI";
   std::mt19937 rng(21);
@@ -188,8 +191,11 @@ TEST(AffineVnni, FastKernelEqualsScalarTwinBitwise) {
         QMat q = testing::make_affine(13, cols, bits, group, DType::BF16, 2, rng);
         const std::string what = "fast q" + std::to_string(bits) + " g" + std::to_string(group) +
                                  " cols " + std::to_string(cols);
-        for (int64_t n_tok : {1, 2, 3, 6, 16}) expect_twin(q.view, n_tok, 0, 13, rng, what, 1);
-        expect_twin(q.view, 5, 3, 10, rng, what + " rows 3..10", 1);
+        for (int parts : {1, 2}) {
+          for (int64_t n_tok : {1, 2, 3, 6, 16})
+            expect_twin(q.view, n_tok, 0, 13, rng, what + " parts " + std::to_string(parts), parts);
+          expect_twin(q.view, 5, 3, 10, rng, what + " rows 3..10", parts);
+        }
       }
   QMat q = testing::make_affine(7, 512, 8, 64, DType::F32, 1, rng);
   for (int64_t n_tok = 1; n_tok <= kFewMaxTokens; ++n_tok)

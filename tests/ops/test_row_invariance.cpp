@@ -58,9 +58,9 @@ Dense make_dense(DType dt, int64_t rows, int64_t cols, uint32_t seed) {
 // matmul of tokens [0, T) vs each token alone, bitwise, for T = 1..kMaxT; with no pool and with
 // 2 threads (a different split of the rows).
 void expect_invariant(const MatView& view, const std::string& what,
-                      Numerics numerics = Numerics::kExact) {
+                      KernelMode mode = KernelMode::kExact) {
   MatView w = view;
-  ASSERT_TRUE(bind_kernels(w, numerics)) << what;
+  ASSERT_TRUE(bind_kernels(w, mode)) << what;
   const int64_t ldx = w.cols + 5, ldy = w.rows + 3;
   const auto x = randn(size_t(kMaxT * ldx), 17u + uint32_t(w.cols));
   std::vector<float> alone(size_t(kMaxT * ldy));
@@ -77,7 +77,7 @@ void expect_invariant(const MatView& view, const std::string& what,
     }
 }
 
-void every_format(std::mt19937& rng, const char* mode, Numerics n = Numerics::kExact) {
+void every_format(std::mt19937& rng, const char* mode, KernelMode n = KernelMode::kExact) {
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
     for (int64_t cols : {int64_t(64), int64_t(300), int64_t(2532)}) {  // 2532: column blocks
       const Dense d = make_dense(dt, cols > 1000 ? 9 : 37, cols, uint32_t(cols));
@@ -98,9 +98,10 @@ void every_format(std::mt19937& rng, const char* mode, Numerics n = Numerics::kE
 // Fast numerics (x rounded to bf16 / int8 for the product) keep the same guarantee.
 TEST(RowInvariance, FastNumericsToo) {
   std::mt19937 rng(9);
-  every_format(rng, "fast", Numerics::kFast);
+  every_format(rng, "fast", KernelMode::kFast);
+  every_format(rng, "fast (fine)", KernelMode::kFastFine);
   set_q4_bf16dot_enabled(false);
-  every_format(rng, "fast without avx512-bf16", Numerics::kFast);
+  every_format(rng, "fast without avx512-bf16", KernelMode::kFast);
   set_q4_bf16dot_enabled(true);
 }
 

@@ -1,0 +1,126 @@
+// Exact vs fast numerics kernels on one thread, A/B in one run, alternating: the products the
+// registry binds for 1 token (decode) and 2/4/16 tokens (batched decode, speculative verify) on
+// bf16 weights and MLX affine 4- and 8-bit weights (group 64), a matrix in L2 (the kernels'
+// compute limit) and one 4x the last-level cache (what decode reads from DRAM), plus the VNNI
+// kernel with 1, 2 and 3 int8 parts of x. Prints the best and median GB/s of weights read per
+// call (for T tokens, the same bytes serve T products).
+//
+//   bench_fast_kernels [rounds=9]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "ops/formats.h"
+#include "ops/quant_affine_vnni.h"
+
+using namespace inkling;
+
+namespace {
+
+struct Mat {
+  std::vector<uint8_t> codes, scales, biases;
+  MatView v;
+  double bytes = 0;
+};
+
+Mat make(int64_t rows, int64_t cols, int bits) {
+  Mat m;
+  std::mt19937 rng(uint32_t(rows + bits));
+  std::normal_distribution<float> nd(0.f, 0.02f);
+  MatView& v = m.v;
+  v.rows = rows, v.cols = cols;
+  if (bits == 16) {
+    m.codes.resize(size_t(rows * cols * 2));
+    for (size_t i = 0; i < m.codes.size(); i += 2) {
+      const uint16_t b = f32_to_bf16(nd(rng));
+      std::memcpy(m.codes.data() + i, &b, 2);
+    }
+    v.dtype = DType::BF16, v.data = m.codes.data(), v.row_stride = cols;
+    m.bytes = double(m.codes.size());
+    return m;
+  }
+  const int group = 64;
+  m.codes.resize(size_t(rows * cols * bits / 8));
+  for (auto& b : m.codes) b = uint8_t(rng());
+  const int64_t ng = cols / group;
+  m.scales.resize(size_t(rows * ng * 2));
+  m.biases.resize(m.scales.size());
+  for (int64_t i = 0; i < rows * ng; ++i) {
+    const uint16_t s = f32_to_bf16(nd(rng)), b = f32_to_bf16(nd(rng) * 8);
+    std::memcpy(m.scales.data() + 2 * i, &s, 2);
+    std::memcpy(m.biases.data() + 2 * i, &b, 2);
+  }
+  v.format = WeightFormat::kAffine, v.dtype = DType::U32;
+  v.data = m.codes.data(), v.row_stride = cols * bits / 8;
+  v.scales = m.scales.data(), v.biases = m.biases.data(), v.scale_dtype = DType::BF16;
+  v.scale_stride = ng, v.bits = bits, v.group = group;
+  m.bytes = double(m.codes.size() + m.scales.size() + m.biases.size());
+  return m;
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Variant {
+  std::string name;
+  RowsKernel f;
+  int parts;  // > 0: affine_vnni_parts_rows with this many parts
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
+  std::vector<float> x(16 * 4096), y(16 << 15);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto& v : x) v = nd(rng);
+  for (int bits : {16, 4, 8})
+    for (int64_t rows : {int64_t(256), int64_t(32768)})
+      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(16)}) {
+        if (rows > 1024 && T > 4) continue;
+        const int64_t cols = 4096;
+        Mat m = make(bits == 16 && rows > 1024 ? rows / 2 : rows, cols, bits);
+        MatView ex = m.v, fa = m.v;
+        if (!bind_kernels(ex, Numerics::kExact) || !bind_kernels(fa, Numerics::kFast)) return 1;
+        std::vector<Variant> vs = {{std::string("exact ") + ex.kernels->for_tokens(T).name,
+                                    ex.kernels->for_tokens(T).rows, 0},
+                                   {std::string("fast ") + fa.kernels->for_tokens(T).name,
+                                    fa.kernels->for_tokens(T).rows, 0}};
+        if (bits != 16 && affine_vnni_available()) vs.push_back({"vnni 2 parts", nullptr, 2});
+        std::vector<std::vector<double>> t(vs.size());
+        const int reps = rows < 1024 ? 100 : 2;
+        for (int r = 0; r < rounds; ++r)
+          for (size_t k = 0; k < vs.size(); ++k) {
+            const Variant& v = vs[(k + size_t(r)) % vs.size()];
+            const MatView& w = v.name.rfind("exact", 0) == 0 ? ex : fa;
+            auto call = [&] {
+              if (v.parts)
+                affine_vnni_parts_rows(x.data(), T, cols, w, 0, w.rows, y.data(), w.rows, v.parts);
+              else
+                v.f(x.data(), T, cols, w, 0, w.rows, y.data(), w.rows);
+            };
+            call();
+            const double t0 = now();
+            for (int i = 0; i < reps; ++i) call();
+            t[(k + size_t(r)) % vs.size()].push_back((now() - t0) / reps);
+          }
+        std::printf("%s %lld x %lld (%s, %.1f MB), %lld token(s), 1 thread:\n",
+                    bits == 16 ? "bf16" : (bits == 4 ? "q4 g64" : "q8 g64"),
+                    static_cast<long long>(m.v.rows), static_cast<long long>(cols),
+                    rows < 1024 ? "in L2" : "from DRAM", m.bytes / 1e6, static_cast<long long>(T));
+        for (size_t k = 0; k < vs.size(); ++k) {
+          std::sort(t[k].begin(), t[k].end());
+          std::printf("  %-52s best %6.2f GB/s  median %6.2f GB/s\n", vs[k].name.c_str(),
+                      m.bytes / t[k].front() / 1e9, m.bytes / t[k][t[k].size() / 2] / 1e9);
+        }
+      }
+  return 0;
+}
