@@ -14,7 +14,6 @@
 #include "ops/quant_affine_vnni.h"  // vnni_sum16: the fixed 16-lane reduction
 #include "ops/quant_q4_bf16dot.h"
 #include "ops/tile_emulated.h"
-#include "ops/tuning.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_DENSE_BF16DOT 1
@@ -99,11 +98,11 @@ INK_TILE_FN inline __m512bh load_w(const uint16_t* p, __mmask32 m) {
 }
 
 // R rows x NT tokens from row `r`: four chains per (row, token), chunk j into chain j % 4.
-// `ahead` (one row and token only, may be null): a row further on, software-prefetched at the
-// offsets read (decode tuning, ops/tuning.h; no effect on the arithmetic).
+// `ahead` > 0: the rows that many rows further on are software-prefetched at the offsets read
+// (decode tuning, ops/tuning.h; no effect on the arithmetic). The caller keeps them in the view.
 template <int R, int NT>
 INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
-                      int64_t ldy, const uint16_t* ahead = nullptr) {
+                      int64_t ldy, int64_t ahead = 0) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
   const int64_t full = n / kChunk;  // chunks read without a mask
   const __mmask32 tail = n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
@@ -120,9 +119,12 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
       for (int t = 0; t < NT; ++t) a[k][i][t] = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + kChains <= full; j += kChains) {
-    if (ahead)
-      for (int k = 0; k < kChains; ++k)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + (j + k) * kChunk), _MM_HINT_T0);
+    if (ahead > 0)
+      for (int i = 0; i < R; ++i) {
+        const uint16_t* a = reinterpret_cast<const uint16_t*>(w.row(r + i + ahead));
+        for (int k = 0; k < kChains; ++k)
+          _mm_prefetch(reinterpret_cast<const char*>(a + (j + k) * kChunk), _MM_HINT_T0);
+      }
 #pragma GCC unroll 4
     for (int k = 0; k < kChains; ++k) {
       __m512bh wv[R];
@@ -175,12 +177,8 @@ void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
 #if INKLING_HAVE_DENSE_BF16DOT
   thread_local Prepared p;
   prepare(x, n_tok, ldx, w.cols, p);
-  if (n_tok == 1) {
-    const int64_t pf = tuning(TuneParam::kDensePrefetch);
-    for (int64_t r = r0; r < r1; ++r)
-      tile<1, 1>(
-          p, 0, w, r, y, ldy,
-          pf > 0 && r + pf < r1 ? reinterpret_cast<const uint16_t*>(w.row(r + pf)) : nullptr);
+  if (n_tok == 1) {  // one sequential stream: software prefetch measured slower here (Zen 4)
+    for (int64_t r = r0; r < r1; ++r) tile<1, 1>(p, 0, w, r, y, ldy);
     return;
   }
   constexpr int64_t kBlock = 4;  // rows whose weights stay in L1/L2 while every token pair passes
@@ -188,9 +186,11 @@ void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
     const int64_t re = std::min(r1, rb + kBlock);
     for (int64_t t0 = 0; t0 < n_tok; t0 += 2) {
       const bool pair = t0 + 1 < n_tok;
+      // The first pass over a block prefetches the next block (its later passes read L1 / L2).
+      const int64_t ahead = t0 == 0 && re + kBlock <= r1 ? kBlock : 0;
       int64_t r = rb;
       for (; r + 2 <= re; r += 2)
-        pair ? tile<2, 2>(p, t0, w, r, y, ldy) : tile<2, 1>(p, t0, w, r, y, ldy);
+        pair ? tile<2, 2>(p, t0, w, r, y, ldy, ahead) : tile<2, 1>(p, t0, w, r, y, ldy, ahead);
       for (; r < re; ++r) pair ? tile<1, 2>(p, t0, w, r, y, ldy) : tile<1, 1>(p, t0, w, r, y, ldy);
     }
   }
