@@ -1,7 +1,8 @@
 // AVX512-BF16 kernel for bf16 weights in fast numerics (see dense_bf16dot.h), and its scalar twin.
 // Tiles: one token streams one row at a time (a sequential read per thread, as the exact decode
-// kernel); several tokens run 2 rows x 2 tokens (16 accumulators) over blocks of 16 rows, so the
-// weights come from memory once per call and from L2 for every further pair of tokens.
+// kernel); several tokens run chain-major tiles of 4 rows x up to 4 tokens over blocks of 1024
+// columns (chain_rows below), so the weights come from memory once per call and from L1 for every
+// further group of tokens.
 #include "ops/dense_bf16dot.h"
 
 #include <algorithm>
@@ -153,6 +154,95 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
       y[(t0 + t) * ldy + r + i] = finish(a[0][i][t], a[1][i][t], a[2][i][t], a[3][i][t]);
 }
 
+// Several tokens, chain-major (as the exact kernel's few-token tiles, matmul_hwy.cpp): a tile of
+// R rows x NT tokens runs the four chains one after another over a block of columns (chain k reads
+// chunks k, k + 4, ... of the block), so it holds R x NT accumulators instead of 4 x R x NT, and
+// R + NT loads feed R x NT VDPBF16PS. Each chain's sums wait in `park` between column blocks; a
+// (row, token) sees the same chunks in the same order per chain as tile<1, 1>, so its bits are
+// the one-token ones.
+constexpr int kTileR = 4, kTileT = 4;
+constexpr int64_t kBlockChunks = 32;  // 1024 columns: 4 rows x 2 KiB stay in L1 for every token
+
+struct Park {  // [chain][row][token][16 lanes]
+  alignas(64) float v[kChains][kTileR][kFewMaxTokens][16];
+};
+
+// `ahead` (or null): the next tile's rows, prefetched over the block by chain 0 of the first
+// token group (the weights come from DRAM once; no effect on the arithmetic).
+template <int R, int NT>
+INK_TILE_FN void chain_block(const Prepared& p, int64_t t0, const uint16_t* const* wr, int64_t j0,
+                             int64_t j1, int64_t full, __mmask32 tail, bool first, Park& pk,
+                             const uint16_t* const* ahead) {
+  const uint16_t* xt[NT];
+  for (int t = 0; t < NT; ++t) xt[t] = p.xb.data() + (t0 + t) * p.stride;
+#pragma GCC unroll 1
+  for (int k = 0; k < kChains; ++k) {
+    __m512 a[R][NT];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t)
+        a[i][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(pk.v[k][i][t0 + t]);
+    for (int64_t j = j0 + k; j < j1; j += kChains) {
+      if (ahead && k == 0)
+        for (int i = 0; i < R; ++i)
+          for (int q = 0; q < kChains; ++q)
+            _mm_prefetch(reinterpret_cast<const char*>(ahead[i] + (j + q) * kChunk), _MM_HINT_T0);
+      const __mmask32 m = j < full ? ~__mmask32(0) : tail;
+      __m512bh wv[R];
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) wv[i] = load_w(wr[i] + j * kChunk, m);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const __m512bh xv = (__m512bh)_mm512_load_si512(xt[t] + j * kChunk);
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) a[i][t] = _mm512_dpbf16_ps(a[i][t], wv[i], xv);
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) _mm512_store_ps(pk.v[k][i][t0 + t], a[i][t]);
+  }
+}
+
+template <int R>
+INK_TILE_FN void chain_rows(const Prepared& p, int64_t n_tok, const MatView& w, int64_t r,
+                            int64_t r1, float* y, int64_t ldy, Park& pk) {
+  const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk, full = n / kChunk;
+  const __mmask32 tail = n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
+  const uint16_t* wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+  const uint16_t* nx[R];
+  const bool pf = r + 2 * R <= r1;
+  for (int i = 0; i < R; ++i)
+    nx[i] = pf ? reinterpret_cast<const uint16_t*>(w.row(r + R + i)) : nullptr;
+  for (int64_t j0 = 0; j0 < chunks; j0 += kBlockChunks) {
+    const int64_t j1 = std::min(chunks, j0 + kBlockChunks);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kTileT) {
+      const uint16_t* const* ahead = pf && t0 == 0 ? nx : nullptr;
+      switch (std::min<int64_t>(kTileT, n_tok - t0)) {
+        case 1:
+          chain_block<R, 1>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          break;
+        case 2:
+          chain_block<R, 2>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          break;
+        case 3:
+          chain_block<R, 3>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          break;
+        default:
+          chain_block<R, 4>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          break;
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int64_t t = 0; t < n_tok; ++t)
+      y[t * ldy + r + i] = finish(_mm512_load_ps(pk.v[0][i][t]), _mm512_load_ps(pk.v[1][i][t]),
+                                  _mm512_load_ps(pk.v[2][i][t]), _mm512_load_ps(pk.v[3][i][t]));
+}
+
 bool cpu_has_bf16() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -181,19 +271,10 @@ void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
     for (int64_t r = r0; r < r1; ++r) tile<1, 1>(p, 0, w, r, y, ldy);
     return;
   }
-  constexpr int64_t kBlock = 4;  // rows whose weights stay in L1/L2 while every token pair passes
-  for (int64_t rb = r0; rb < r1; rb += kBlock) {
-    const int64_t re = std::min(r1, rb + kBlock);
-    for (int64_t t0 = 0; t0 < n_tok; t0 += 2) {
-      const bool pair = t0 + 1 < n_tok;
-      // The first pass over a block prefetches the next block (its later passes read L1 / L2).
-      const int64_t ahead = t0 == 0 && re + kBlock <= r1 ? kBlock : 0;
-      int64_t r = rb;
-      for (; r + 2 <= re; r += 2)
-        pair ? tile<2, 2>(p, t0, w, r, y, ldy, ahead) : tile<2, 1>(p, t0, w, r, y, ldy, ahead);
-      for (; r < re; ++r) pair ? tile<1, 2>(p, t0, w, r, y, ldy) : tile<1, 1>(p, t0, w, r, y, ldy);
-    }
-  }
+  thread_local Park pk;
+  int64_t r = r0;
+  for (; r + kTileR <= r1; r += kTileR) chain_rows<kTileR>(p, n_tok, w, r, r1, y, ldy, pk);
+  for (; r < r1; ++r) chain_rows<1>(p, n_tok, w, r, r1, y, ldy, pk);
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
 #endif

@@ -44,6 +44,7 @@ constexpr Kernel kBf16TileFast{"avx512-bf16 tile gemm (x bf16)", bf16_tile_gemm_
 constexpr Kernel kAmxGemmFast{"amx-bf16 gemm (x bf16)", amx_gemm_fast_rows};
 constexpr Kernel kVnniFast{"avx512-vnni (x int8)", affine_vnni_fast_rows};
 constexpr Kernel kVnniFine{"avx512-vnni (x 2 x int8)", affine_vnni_fine_rows};
+constexpr Kernel kBf16DotQ4Fast{"avx512-bf16 q4 (x bf16)", q4_bf16dot_fast_rows};
 
 // Affine widths other than 4 and 8 with AVX512-BF16 + VBMI take affine_bf16dot_rows for 1..16
 // tokens, affine 4-bit and NVFP4 q4_bf16dot_rows: one kernel per view for every token count up
@@ -187,12 +188,21 @@ bool vnni_for(const MatView& w) {
   return affine_vnni_enabled() && affine_vnni_handles(w, 1);
 }
 
+// Fast NVFP4 (and 4-bit affine without VNNI): x rounded to bf16 in the AVX512-BF16 kernel.
+constexpr KernelSet kNvfp4Fast[2] = {
+    {{kBf16DotQ4Fast, kBf16DotQ4Fast, kHwyQuant}, nvfp4_dequant_row},
+    {{kBf16DotQ4Fast, kBf16DotQ4Fast, kHwyGemmQ4}, nvfp4_dequant_row}};
+constexpr KernelSet kAffine4Bf16Fast[2] = {
+    {{kBf16DotQ4Fast, kBf16DotQ4Fast, kHwyQuant}, affine_dequant_row},
+    {{kBf16DotQ4Fast, kBf16DotQ4Fast, kHwyGemmQ4}, affine_dequant_row}};
+
 const KernelSet* select_affine4(const MatView& w, KernelMode m) {
   if (!groups_fit(w)) return nullptr;
   if (vnni_for(w))
     return m == KernelMode::kExact
                ? &kAffine4Vnni[hwy_gemm_q4_supported(w)]
                : &kAffine4VnniFast[m == KernelMode::kFastFine][hwy_gemm_q4_supported(w)];
+  if (m != KernelMode::kExact && bf16dot_for(w)) return &kAffine4Bf16Fast[hwy_gemm_q4_supported(w)];
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
 const KernelSet* select_affine8(const MatView& w, KernelMode m) {
@@ -216,8 +226,9 @@ const KernelSet* select_affine_words(const MatView& w, KernelMode m) {
   if (!bf16 && vnni_for(w)) return &kAffineWordsVnni;
   return &kAffineWords[bf16];
 }
-const KernelSet* select_nvfp4(const MatView& w, KernelMode) {
+const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
+  if (m != KernelMode::kExact && bf16dot_for(w)) return &kNvfp4Fast[hwy_gemm_q4_supported(w)];
   return &kNvfp4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
 

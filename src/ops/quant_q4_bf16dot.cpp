@@ -77,19 +77,22 @@ struct Prepared {
   // What xq / xsum were made from: consecutive products with the same activations (gate and up,
   // every expert a decoded token visits) reuse them; a copy is compared, never a pointer.
   std::vector<float> src;
-  int nt = 0;
+  int nt = 0, parts = 0;
   int64_t cols = 0, group = 0;
 };
 
 constexpr int kRowsMax = 4;
 
-void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, Prepared& p) {
+// parts 3: x split exactly (hi + mid + lo); 1 (fast numerics): hi = x rounded to bf16, mid = lo =
+// 0.
+void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, int parts,
+             Prepared& p) {
   const size_t n = size_t(cols);
-  bool same = p.nt == nt && p.cols == cols && p.group == group;
+  bool same = p.nt == nt && p.cols == cols && p.group == group && p.parts == parts;
   for (int t = 0; same && t < nt; ++t)
     same = std::memcmp(p.src.data() + size_t(t) * n, x + t * ldx, n * sizeof(float)) == 0;
   if (same) return;
-  p.nt = nt, p.cols = cols, p.group = group;
+  p.nt = nt, p.cols = cols, p.group = group, p.parts = parts;
   if (p.src.size() < size_t(nt) * n) p.src.resize(size_t(nt) * n);
   for (int t = 0; t < nt; ++t) std::memcpy(p.src.data() + size_t(t) * n, x + t * ldx, n * 4);
   const int64_t blocks = (cols + 127) / 128;
@@ -111,8 +114,13 @@ void prepare(const float* x, int nt, int64_t ldx, int64_t cols, int64_t group, P
             const int64_t c = b * 128 + 8 * k + 4 * h + j;
             uint16_t hi = 0, mid = 0, lo = 0;  // x = hi + mid + lo exactly (3 x 8 bits)
             if (c < cols) {
-              bf16dot::split3(in[c], &hi, &mid, &lo);
-              xs[c / group] += in[c];
+              if (parts == 1) {  // the product of bf16(x): its group sums too
+                hi = f32_to_bf16(in[c]);
+                xs[c / group] += bf16_to_f32(hi);
+              } else {
+                bf16dot::split3(in[c], &hi, &mid, &lo);
+                xs[c / group] += in[c];
+              }
             }
             uint16_t* s = o + b * kXBlock + j * 96 + 2 * k + h;
             s[0] = hi;
@@ -155,7 +163,9 @@ INK_BF16DOT void fp4_block_scales(const MatView& w, int64_t r, int64_t nblocks, 
 
 // Rows [r0, r1) in blocks of R rows for NT tokens.
 // The rows `pf` blocks ahead are prefetched as a block is read (0: none; decode tuning).
-template <int NT, int R, bool kFp4>
+// kOne (fast numerics): x in one bf16 part; the mid and lo products are skipped (their parts are
+// zero), the sums kept in the same form, so the result is bitwise the exact kernel's on bf16(x).
+template <int NT, int R, bool kFp4, bool kOne = false>
 INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r0, int64_t r1,
                              float* y, int64_t ldy, int pf = 1) {
   const int64_t ngroups = w.cols / w.group, gs = p.gs, xs = p.xs;
@@ -176,7 +186,7 @@ INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_
   for (int64_t rb = r0; rb < r1; rb += R) {
     if constexpr (R > 1) {
       if (rb + R > r1) {
-        rows_kernel<NT, 1, kFp4>(p, t0, w, rb, r1, y, ldy, pf);
+        rows_kernel<NT, 1, kFp4, kOne>(p, t0, w, rb, r1, y, ldy, pf);
         return;
       }
     }
@@ -231,8 +241,10 @@ INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_
     __m512i xh[NT], xm[NT], xl[NT];                                                              \
     _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                       \
       xh[t] = _mm512_loadu_si512(xb + t * xs + (J)*96);                                          \
-      xm[t] = _mm512_loadu_si512(xb + t * xs + (J)*96 + 32);                                     \
-      xl[t] = _mm512_loadu_si512(xb + t * xs + (J)*96 + 64);                                     \
+      if constexpr (!kOne) {                                                                     \
+        xm[t] = _mm512_loadu_si512(xb + t * xs + (J)*96 + 32);                                   \
+        xl[t] = _mm512_loadu_si512(xb + t * xs + (J)*96 + 64);                                   \
+      }                                                                                          \
     }                                                                                            \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; ++i) {                                        \
       const __m512i v =                                                                          \
@@ -242,8 +254,10 @@ INK_BF16DOT void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_
                               : (__m512bh)_mm512_ternarylogic_epi32(v, nib, magic, 0xEA);        \
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                     \
         acc_h[i][t] = _mm512_dpbf16_ps(acc_h[i][t], q, (__m512bh)xh[t]);                         \
-        acc_m[i][t] = _mm512_dpbf16_ps(acc_m[i][t], q, (__m512bh)xm[t]);                         \
-        acc_l[i][t] = _mm512_dpbf16_ps(acc_l[i][t], q, (__m512bh)xl[t]);                         \
+        if constexpr (!kOne) {                                                                   \
+          acc_m[i][t] = _mm512_dpbf16_ps(acc_m[i][t], q, (__m512bh)xm[t]);                       \
+          acc_l[i][t] = _mm512_dpbf16_ps(acc_l[i][t], q, (__m512bh)xl[t]);                       \
+        }                                                                                        \
       }                                                                                          \
     }                                                                                            \
   }
@@ -300,45 +314,59 @@ void set_q4_bf16dot_enabled(bool on) {
   g_enabled.store(on && q4_bf16dot_available() ? 1 : 0, std::memory_order_relaxed);
 }
 
-void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
-                     int64_t r1, float* y, int64_t ldy) {
+namespace {
+template <bool kOne>
+void q4_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
+             float* y, int64_t ldy) {
 #if INKLING_HAVE_BF16DOT
   thread_local Prepared p;
   const bool fp4 = w.format == WeightFormat::kNvfp4;
+  const int parts = kOne ? 1 : 3;
   if (n_tok == 1) {  // rows per block and prefetch distance from the decode tuning
-    prepare(x, 1, ldx, w.cols, w.group, p);
+    prepare(x, 1, ldx, w.cols, w.group, parts, p);
     const int rows = tuning(TuneParam::kQ4Rows), pf = tuning(TuneParam::kQ4Prefetch);
     if (rows >= 4)
-      fp4 ? rows_kernel<1, 4, true>(p, 0, w, r0, r1, y, ldy, pf)
-          : rows_kernel<1, 4, false>(p, 0, w, r0, r1, y, ldy, pf);
+      fp4 ? rows_kernel<1, 4, true, kOne>(p, 0, w, r0, r1, y, ldy, pf)
+          : rows_kernel<1, 4, false, kOne>(p, 0, w, r0, r1, y, ldy, pf);
     else if (rows >= 2)
-      fp4 ? rows_kernel<1, 2, true>(p, 0, w, r0, r1, y, ldy, pf)
-          : rows_kernel<1, 2, false>(p, 0, w, r0, r1, y, ldy, pf);
+      fp4 ? rows_kernel<1, 2, true, kOne>(p, 0, w, r0, r1, y, ldy, pf)
+          : rows_kernel<1, 2, false, kOne>(p, 0, w, r0, r1, y, ldy, pf);
     else
-      fp4 ? rows_kernel<1, 1, true>(p, 0, w, r0, r1, y, ldy, pf)
-          : rows_kernel<1, 1, false>(p, 0, w, r0, r1, y, ldy, pf);
+      fp4 ? rows_kernel<1, 1, true, kOne>(p, 0, w, r0, r1, y, ldy, pf)
+          : rows_kernel<1, 1, false, kOne>(p, 0, w, r0, r1, y, ldy, pf);
     return;
   }
   // Every token prepared once; then blocks of rows (in L1) visited by each pair of tokens, so the
   // codes come from memory once for all tokens. A (row, token) result depends on neither the
   // pairing nor the block: the same instructions on the same values.
-  prepare(x, int(n_tok), ldx, w.cols, w.group, p);
+  prepare(x, int(n_tok), ldx, w.cols, w.group, parts, p);
   constexpr int64_t kRowBlock = 16;
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t re = std::min(r1, rb + kRowBlock);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
       float* yb = y + t0 * ldy;
       if (n_tok - t0 == 1)
-        fp4 ? rows_kernel<1, 4, true>(p, int(t0), w, rb, re, yb, ldy)
-            : rows_kernel<1, 4, false>(p, int(t0), w, rb, re, yb, ldy);
+        fp4 ? rows_kernel<1, 4, true, kOne>(p, int(t0), w, rb, re, yb, ldy)
+            : rows_kernel<1, 4, false, kOne>(p, int(t0), w, rb, re, yb, ldy);
       else
-        fp4 ? rows_kernel<2, 2, true>(p, int(t0), w, rb, re, yb, ldy)
-            : rows_kernel<2, 2, false>(p, int(t0), w, rb, re, yb, ldy);
+        fp4 ? rows_kernel<2, 2, true, kOne>(p, int(t0), w, rb, re, yb, ldy)
+            : rows_kernel<2, 2, false, kOne>(p, int(t0), w, rb, re, yb, ldy);
     }
   }
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
 #endif
+}
+}  // namespace
+
+void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy) {
+  q4_rows<false>(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+void q4_bf16dot_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                          int64_t r1, float* y, int64_t ldy) {
+  q4_rows<true>(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 
 }  // namespace inkling

@@ -33,4 +33,9 @@ bool q4_bf16dot_handles(const MatView& w, int64_t n_tok);
 void q4_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                      int64_t r1, float* y, int64_t ldy);
 
+// Fast numerics: x rounded to bf16 (one part; one VDPBF16PS per 32 codes instead of three).
+// Bitwise q4_bf16dot_rows on the bf16-rounded x. Same requirements.
+void q4_bf16dot_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                          int64_t r1, float* y, int64_t ldy);
+
 }  // namespace inkling

@@ -139,6 +139,31 @@ TEST(QuantMatmul, EveryCompiledTarget) {
 // partial code vector, scale dtypes, strided rows, row and column slices, leftover rows of the
 // 4-row blocks, x spanning 12 orders of magnitude (the exact 3-part bf16 split), and
 // matmul_rows routing to it through the format registry.
+// Fast numerics: the one-part kernel on x is bitwise the exact kernel on bf16(x) (whose split has
+// zero mid and lo parts), affine 4-bit and NVFP4, 1..16 tokens.
+TEST(QuantMatmul, Bf16DotFastIsExactOnRoundedX) {
+  if (!q4_bf16dot_available()) GTEST_SKIP() << "CPU without AVX512-BF16";
+  std::mt19937 rng(37);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  QMat a = make_affine(13, 1024 + 64, 4, 64, DType::BF16, 2, rng);
+  QMat n = make_nvfp4(11, 1024 + 16, 1, rng);
+  for (const MatView* w : {&a.view, &n.view})
+    for (int64_t n_tok : {1, 2, 3, 16}) {
+      const int64_t ldx = w->cols + 3, ldy = w->rows + 1;
+      std::vector<float> x(size_t(n_tok * ldx)), xr(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = nd(rng) * (i % 7 == 0 ? 100.f : 1.f);
+        xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
+      }
+      std::vector<float> fast(size_t(n_tok * ldy), -1.f), exact(fast);
+      q4_bf16dot_fast_rows(x.data(), n_tok, ldx, *w, 0, w->rows, fast.data(), ldy);
+      q4_bf16dot_rows(xr.data(), n_tok, ldx, *w, 0, w->rows, exact.data(), ldy);
+      for (size_t i = 0; i < fast.size(); ++i)
+        ASSERT_EQ(f32_to_bits(fast[i]), f32_to_bits(exact[i]))
+            << (w == &a.view ? "affine q4" : "nvfp4") << " tokens " << n_tok << " at " << i;
+    }
+}
+
 TEST(QuantMatmul, Bf16DotMatchesScalarTwin) {
   if (!q4_bf16dot_available()) GTEST_SKIP() << "CPU without AVX512-BF16";
   ASSERT_TRUE(q4_bf16dot_enabled());
