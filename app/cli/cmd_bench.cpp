@@ -20,6 +20,7 @@
 #include "kv_option.h"
 #include "model/config.h"
 #include "model/cost.h"
+#include "numerics_option.h"
 #include "ops/amx_gemm.h"
 #include "ops/attention.h"
 #include "ops/machine_hwy.h"
@@ -52,6 +53,7 @@ struct BenchArgs {
   bool json = false;
   ExpertParallelArgs ep;
   KvCacheType kv_type = KvCacheType::kF32;
+  std::string numerics = "fast";       // --numerics (numerics_option.h)
   std::vector<int64_t> attn_contexts;  // time the decode attention alone at these contexts
   int batch = 0;  // also time Engine::step over this many sessions, one token each
   int draft = 0;  // also time speculative decoding with K = 1..draft MTP drafts (bench_draft.h)
@@ -173,7 +175,10 @@ double attention_seconds(const ModelConfig& c, int64_t context, KvCacheType kv_t
 int run_bench(const BenchArgs& args) {
   BenchArgs a = args;
   if (a.threads <= 0) a.threads = available_cpus();
-  EngineOptions opts;  // with --expert-parallel, ranks > 0 only serve experts
+  auto numerics = numerics_option(a.numerics);
+  if (!numerics.ok()) return fail(numerics.status().message(), 2);
+  EngineOptions opts;                // with --expert-parallel, ranks > 0 only serve experts
+  opts.numerics = numerics.value();  // before ep.start: the expert ranks bind kernels with it
   ExpertParallel ep;
   if (auto rc = ep.start(a.ep, a.model_dir, a.threads, &opts)) return *rc;
   auto cfg = load_config(a.model_dir);
@@ -394,6 +399,7 @@ int run_bench(const BenchArgs& args) {
                         {"threads", a.threads},
                         {"simd_target", simd_target_name()},
                         {"kv_type", info.kv_type},
+                        {"numerics", info.numerics},
                         {"q4_decode_kernel", q4_decode_kernel(info)},
                         {"kernels", kernels_json(info)},
                         {"amx_gemm", amx_gemm_status()},
@@ -434,6 +440,8 @@ int run_bench(const BenchArgs& args) {
       "FMA peak %.1f GFLOP/s (%.1f / %.1f)\n",
       a.threads, simd_target_name().c_str(), q4_decode_kernel(info).c_str(), bw, bw_before,
       bw_after, peak, peak_before, peak_after);
+  std::printf("numerics:  %s (--numerics; KV cache %s)\n", info.numerics.c_str(),
+              info.kv_type.c_str());
   std::printf("amx gemm:  %s (bf16 weights, 17+ tokens)\n", amx_gemm_status().c_str());
   std::printf("decode cost at context %lld (bytes per token):\n%s",
               static_cast<long long>(ctx0 + a.gen / 2), dc.describe().c_str());
@@ -524,6 +532,7 @@ Runner add_bench(CLI::App& app) {
   app.add_option("--chunk", a->chunk, "prefill chunk (tokens per forward call)")
       ->check(CLI::PositiveNumber);
   add_kv_type_option(app, &a->kv_type);
+  add_numerics_option(app, &a->numerics);
   add_expert_parallel_options(app, &a->ep);
   app.add_option("--batch", a->batch,
                  "also time Engine::step over this many sessions at the same context, one token "

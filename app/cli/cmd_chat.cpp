@@ -34,6 +34,7 @@
 #include "line_input.h"
 #include "media_attach.h"
 #include "model_path.h"
+#include "numerics_option.h"
 #include "sampling_options.h"
 #include "terminal.h"
 
@@ -66,6 +67,8 @@ struct ChatArgs {
   int draft = 0;            // --draft K: speculative decoding with K MTP drafts (0 = off)
   int64_t draft_vocab = 0;  // --draft-vocab N
   KvCacheType kv_type = KvCacheType::kF32;
+  Numerics numerics = Numerics::kFast;  // from numerics_name, checked before the load
+  std::string numerics_name = "fast";   // --numerics (numerics_option.h)
   bool show_reasoning = false, no_history = false;
   double upscale = -1;  // --upscale for /image (< 0: the model's default)
   SamplingOptions sampling;
@@ -258,6 +261,8 @@ void Chat::stats() const {
   const size_t used = prompt.ok() ? prompt->size() : 0;
   s += "context: " + std::to_string(used) + " tokens in " + std::to_string(messages_.size()) +
        " messages, limit " + (ctx_ > 0 ? std::to_string(ctx_) : std::string("none")) + "\n";
+  s += "engine: numerics " + engine_->info().numerics + ", KV cache " + engine_->info().kv_type +
+       "\n";
   out(s);
 }
 
@@ -494,6 +499,7 @@ int Chat::run() {
   EngineOptions eo;
   eo.n_threads = a_.threads;
   eo.kv_type = a_.kv_type;
+  eo.numerics = a_.numerics;
   eo.max_context = a_.ctx_size;
   {
     BusyIndicator busy("loading " + a_.model_dir);
@@ -591,6 +597,7 @@ Runner add_chat(CLI::App& app) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
   add_sampling_options(app, &a->sampling);
   add_kv_type_option(app, &a->kv_type);
+  add_numerics_option(app, &a->numerics_name);
   add_draft_options(
       app, &a->draft, &a->draft_vocab,
       "speculative decoding with K MTP drafts per round (same output at temperature 0, "
@@ -606,6 +613,9 @@ Runner add_chat(CLI::App& app) {
   app.add_flag("--no-history", a->no_history,
                "do not read or write the input history ($XDG_STATE_HOME/inkling/chat_history)");
   return [a]() {
+    auto numerics = numerics_option(a->numerics_name);
+    if (!numerics.ok()) return fail(numerics.status().message(), 2);
+    a->numerics = numerics.value();
     auto params = a->sampling.resolved();
     if (!params.ok()) return fail(params.status().message(), 2);
     if (std::string bad = check_model_folder(a->model_dir); !bad.empty()) return fail(bad, 2);

@@ -25,6 +25,7 @@
 #include "kv_option.h"
 #include "media_attach.h"
 #include "model_path.h"
+#include "numerics_option.h"
 #include "sampling_options.h"
 #include "speculative_json.h"
 #include "terminal.h"
@@ -48,6 +49,7 @@ struct GenerateArgs {
   bool json = false;
   bool special = false;  // print control tokens (<|end_message|>, ...) as text
   KvCacheType kv_type = KvCacheType::kF32;
+  std::string numerics = "fast";  // --numerics (numerics_option.h)
   SamplingOptions sampling;
   MediaArgs media;  // --image / --audio / --upscale
   ExpertParallelArgs ep;
@@ -154,7 +156,10 @@ nlohmann::json logprobs_json(const Tokenizer* tok, const std::vector<SampledToke
 
 int run_generate(const GenerateArgs& a) {
   const auto t_start = std::chrono::steady_clock::now();
-  EngineOptions opts;  // first: with --expert-parallel, ranks > 0 only serve experts
+  auto numerics = numerics_option(a.numerics);
+  if (!numerics.ok()) return fail(numerics.status().message(), 2);
+  EngineOptions opts;                // first: with --expert-parallel, ranks > 0 only serve experts
+  opts.numerics = numerics.value();  // before ep.start: the expert ranks bind kernels with it
   ExpertParallel ep;
   if (auto rc = ep.start(a.ep, a.model_dir, a.threads, &opts)) return *rc;
   const bool from_file = a.file_opt->count() > 0;
@@ -386,6 +391,7 @@ int run_generate(const GenerateArgs& a) {
           {"complete", grammar->complete()},
           {"mask_us_per_token", gs.masks ? 1e6 * gs.mask_seconds / double(gs.masks) : 0}};
     }
+    j["numerics"] = info.numerics;
     j["prefill_tok_s"] = prefill_tps;
     j["decode_tok_s"] = decode_tps;
     if (spec) j["speculative"] = speculative_json(spec->stats());
@@ -404,8 +410,10 @@ int run_generate(const GenerateArgs& a) {
                    static_cast<long long>(gs.masks), static_cast<long long>(gs.walks));
     }
     std::fprintf(stderr,
-                 "prefill: %zu tokens, %.1f tok/s; decode: %zu tokens, %.1f tok/s; finish: %s\n",
-                 prompt.size(), prefill_tps, steps, decode_tps, finish.c_str());
+                 "prefill: %zu tokens, %.1f tok/s; decode: %zu tokens, %.1f tok/s; finish: %s; "
+                 "numerics: %s\n",
+                 prompt.size(), prefill_tps, steps, decode_tps, finish.c_str(),
+                 info.numerics.c_str());
     std::fputs(timings.text("").c_str(), stderr);
     if (spec) {
       const SpeculativeStats& st = spec->stats();
@@ -445,6 +453,7 @@ Runner add_generate(CLI::App& app) {
                  "(stderr; with --json a \"logprobs\" array)")
       ->check(CLI::Range(0, 20));
   add_kv_type_option(app, &a->kv_type);
+  add_numerics_option(app, &a->numerics);
   add_media_options(app, &a->media);
   add_expert_parallel_options(app, &a->ep);
   add_draft_options(app, &a->draft, &a->draft_vocab,

@@ -1,6 +1,7 @@
-// `inkling inspect -m DIR [--ctx N] [--kv-type T]`: detected layout, config summary, per-layer
-// kinds, tensor count and bytes by dtype, weights by module/format/kernels, what was dropped or
-// left unused, and with --ctx the memory a session of N tokens needs.
+// `inkling inspect -m DIR [--ctx N] [--kv-type T] [--numerics M]`: detected layout, config
+// summary, per-layer kinds, tensor count and bytes by dtype, weights by module/format/kernels (the
+// kernels of the numerics mode), what was dropped or left unused, and with --ctx the memory a
+// session of N tokens needs.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "inkling/engine.h"
 #include "kv_option.h"
 #include "model_path.h"
+#include "numerics_option.h"
 
 namespace inkling::cli {
 
@@ -72,16 +74,21 @@ Runner add_inspect(CLI::App& app) {
                  "scratch)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   add_kv_type_option(app, kv_type.get());
+  auto numerics = std::make_shared<std::string>("fast");
+  add_numerics_option(app, numerics.get());
   auto ep_ranks = std::make_shared<int>(0);
   app.add_option("--expert-parallel", *ep_ranks,
                  "also print the plan of `--expert-parallel` over N ranks: bytes per rank and "
                  "per token on the wire")
       ->check(CLI::Range(1, 4096));
   return [=]() -> int {
+    auto mode = numerics_option(*numerics);
+    if (!mode.ok()) return fail(mode.status().message(), 2);
     if (std::string bad = check_model_folder(*model_dir); !bad.empty()) return fail(bad, 2);
     EngineOptions opts;
     opts.n_threads = 1;
     opts.kv_type = *kv_type;
+    opts.numerics = mode.value();
     opts.tune_on_first_use = false;  // inspect never decodes
     auto engine = Engine::load(*model_dir, opts);
     if (!engine.ok()) return fail(engine.status().message());
@@ -116,6 +123,11 @@ Runner add_inspect(CLI::App& app) {
         "MiB of sliding rings\n",
         double(info.session_bytes) / mib, info.kv_type.c_str(),
         double(info.kv_bytes_per_token) / 1024.0, double(info.kv_sliding_bytes) / mib);
+    std::printf("numerics: %s (%s)\n", info.numerics.c_str(),
+                info.numerics == "exact"
+                    ? "f32 activations in every product"
+                    : "activations rounded for the products: bf16 against bf16 weights, int8 per "
+                      "block against affine-quantized ones; the kernels above show each");
     std::printf("vision tower: %s\n", info.vision_status.c_str());
     if (info.vision_status == "bound")
       std::printf("  tiles %dx%d, placeholder id %d, upscale %s\n", info.vision_patch,

@@ -17,6 +17,7 @@
 #include "expert_parallel_option.h"
 #include "kv_option.h"
 #include "model_path.h"
+#include "numerics_option.h"
 #include "terminal.h"
 
 namespace inkling::cli {
@@ -62,6 +63,8 @@ Runner add_serve(CLI::App& app) {
   auto key_file = std::make_shared<std::string>();
   app.add_option("--api-key-file", *key_file, "read the API key from the first line of FILE");
   add_kv_type_option(app, &o->kv_type);
+  auto numerics = std::make_shared<std::string>("fast");
+  add_numerics_option(app, numerics.get());
   app.add_option("-t,--threads", o->threads,
                  "engine threads (0 = one per CPU this process may use)")
       ->check(CLI::Range(0, 4096));
@@ -121,7 +124,10 @@ Runner add_serve(CLI::App& app) {
   app.add_flag("-v,--verbose", o->verbose, "log each request to stderr");
   // TEST ONLY: forced outputs for deterministic end-to-end tests (docs/api.md, "Testing").
   app.add_option("--test-script", o->test_script)->group("");
-  return [o, key_file, ep_args]() -> int {
+  return [o, key_file, ep_args, numerics]() -> int {
+    auto mode = numerics_option(*numerics);
+    if (!mode.ok()) return fail(mode.status().message(), 2);
+    o->numerics = mode.value();
     if (auto st = resolve_api_key(*key_file, &o->api_key); !st.ok()) return fail(st.message());
     if (std::string bad = check_model_folder(o->model_dir); !bad.empty()) return fail(bad, 2);
 #ifdef __GLIBC__
@@ -140,6 +146,7 @@ Runner add_serve(CLI::App& app) {
     // scheduler step with the experts spread over the ranks.
     ExpertParallel ep;
     EngineOptions eo;
+    eo.numerics = o->numerics;  // before ep.start: the expert ranks bind kernels with it
     if (auto rc = ep.start(*ep_args, o->model_dir, o->threads, &eo)) return *rc;
     o->expert_executor = eo.expert_executor;
     BusyIndicator busy("loading " + o->model_dir);

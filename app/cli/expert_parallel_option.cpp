@@ -25,8 +25,8 @@ std::optional<int> ExpertParallel::start(const ExpertParallelArgs& a, const std:
   auto c = dist::Cluster::init({a.timeout_s, a.stats});
   if (!c.ok()) return fail(c.status().message(), 2);
   cluster_ = std::move(c).value();
-  if (cluster_->rank() != 0) return cluster_->serve_experts(model_dir, n_threads);
-  auto exec = cluster_->connect(model_dir);
+  if (cluster_->rank() != 0) return cluster_->serve_experts(model_dir, n_threads, opts->numerics);
+  auto exec = cluster_->connect(model_dir, opts->numerics);
   if (!exec.ok()) return fail(exec.status().message());
   opts->expert_executor = exec.value();
   return std::nullopt;

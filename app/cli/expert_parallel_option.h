@@ -24,7 +24,8 @@ void add_expert_parallel_options(CLI::App& app, ExpertParallelArgs* a);
 // Holds MPI for one command. start(): without --expert-parallel nothing (nullopt); with it,
 // on ranks > 0 serves experts until rank 0 ends and returns that exit code; on rank 0 checks
 // every rank's model and sets opts->expert_executor (nullopt: go on), or returns an exit code
-// after printing the error. The destructor stops the other ranks and ends MPI.
+// after printing the error. Every rank binds its kernels for opts->numerics (set it first).
+// The destructor stops the other ranks and ends MPI.
 class ExpertParallel {
  public:
   std::optional<int> start(const ExpertParallelArgs& a, const std::string& model_dir, int n_threads,

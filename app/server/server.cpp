@@ -318,7 +318,9 @@ void install_routes(Server::Impl& s) {
                  {"object", "model"},
                  {"created", ctx.created},
                  {"owned_by", "inkling"},
-                 {"max_model_len", ctx.ctx_size}};
+                 {"max_model_len", ctx.ctx_size},
+                 {"numerics", ctx.engine->info().numerics},
+                 {"kv_type", ctx.engine->info().kv_type}};
   };
   http.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
     send_json(res, {{"object", "list"}, {"data", ojson::array({model_json()})}});
@@ -339,6 +341,12 @@ void install_routes(Server::Impl& s) {
   });
   http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::string text = ctx.metrics.render();
+    // The engine's fixed settings as an info metric (value 1, the settings in its labels).
+    const ModelInfo& info = ctx.engine->info();
+    text +=
+        "# HELP inkling_engine_info Settings the engine was loaded with (--numerics, "
+        "--kv-type).\n# TYPE inkling_engine_info gauge\ninkling_engine_info{numerics=\"" +
+        info.numerics + "\",kv_type=\"" + info.kv_type + "\"} 1\n";
     if (ctx.listener) {
       const ListenerStats& st = ctx.listener->stats();
       text += "# TYPE inkling_connections_open gauge\ninkling_connections_open " +
@@ -470,6 +478,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts) {
   eo.n_threads = opts.threads;
   eo.max_context = opts.ctx_size;  // sessions enforce it too, not only the request checks
   eo.kv_type = opts.kv_type;
+  eo.numerics = opts.numerics;
   eo.expert_executor = opts.expert_executor;
   INK_ASSIGN_OR_RETURN(ctx.engine, Engine::load(opts.model_dir, eo));
   INK_ASSIGN_OR_RETURN(ctx.tok, Tokenizer::load(opts.model_dir));

@@ -22,6 +22,7 @@ struct ServerOptions {
   int threads = 0;       // engine threads; 0 = all
   ExpertExecutor* expert_executor = nullptr;  // --expert-parallel (not owned), else null
   KvCacheType kv_type = KvCacheType::kF32;    // KV cache element type (--kv-type)
+  Numerics numerics = Numerics::kFast;        // arithmetic of the products (--numerics)
   size_t max_queue = 64;                      // requests waiting beyond the slots before 503
   int64_t batch_tokens = 512;                 // prompt tokens per scheduler step
   size_t prefix_cache_mb = 1024;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "inkling/numerics.h"
 #include "inkling/status.h"
 #include "model/expert_executor.h"
 
@@ -27,12 +28,15 @@ class Cluster {
   virtual ~Cluster() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Ranks > 0: loads the model folder, reports its fingerprint to rank 0 and answers expert
-  // requests until rank 0 stops. Returns the process exit code.
-  virtual int serve_experts(const std::string& model_dir, int n_threads) = 0;
-  // Rank 0: checks that every rank loaded the same model folder (same fingerprint) and returns
-  // the executor for EngineOptions::expert_executor (owned by the cluster).
-  virtual Result<ExpertExecutor*> connect(const std::string& model_dir) = 0;
+  // Ranks > 0: loads the model folder with its kernels bound for `numerics` (the mode rank 0's
+  // engine runs: an expert's output must not depend on the rank that owns it), reports its
+  // fingerprint and mode to rank 0 and answers expert requests until rank 0 stops. Returns the
+  // process exit code.
+  virtual int serve_experts(const std::string& model_dir, int n_threads, Numerics numerics) = 0;
+  // Rank 0: checks that every rank loaded the same model folder (same fingerprint) in the same
+  // numerics mode and returns the executor for EngineOptions::expert_executor (owned by the
+  // cluster).
+  virtual Result<ExpertExecutor*> connect(const std::string& model_dir, Numerics numerics) = 0;
   // Rank 0 after connect(): median seconds of one MoE layer's exchange of T rows (hidden H, k of E
   // experts each, random routing) that the other ranks answer at once, nothing computed: what
   // the transport adds per MoE layer.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Expert parallelism under mpirun (docs/scale-out.md): teacher-forced logits and greedy ids of
 # `generate --expert-parallel` with NP ranks are bit-identical to one process, for f32, bf16,
-# NVFP4 and MLX affine fixtures and with MTP drafts; a rank killed mid-run makes rank 0 exit with
-# a clear error within --ep-timeout; another model folder on a rank is refused by rank 0.
+# NVFP4 and MLX affine fixtures, with MTP drafts and in both numerics modes; a rank killed mid-run
+# makes rank 0 exit with a clear error within --ep-timeout; another model folder or another
+# --numerics on a rank is refused by rank 0.
 # With MAKER and TOKENIZER_DIR (make_tiny_chat_model, tests/data/inkling), `serve` too.
 # Usage: expert_parallel.sh INKLING FIXTURES NP [MAKER TOKENIZER_DIR]. Exit 77 (skipped) when
 # mpirun is missing.
@@ -75,6 +76,9 @@ check_same mlx4 "$FIX/quant_mlx4/model" "$FIX/quant_mlx4/ref/prompt.json"
 if [ "$NP" = 2 ]; then
   check_same bf16 "$FIX/bf16/og" "$FIX/bf16/ref/prompt.json"
   check_same mtp "$FIX/mtp/multi" "$FIX/full/ref/prompt.json" --draft 2
+  # The default is fast: the expert ranks bind the kernels of rank 0's mode (exact here).
+  check_same mlx4-exact "$FIX/quant_mlx4/model" "$FIX/quant_mlx4/ref/prompt.json" --numerics exact
+  check_same bf16-exact "$FIX/bf16/og" "$FIX/bf16/ref/prompt.json" --numerics exact
 fi
 
 # serve: rank 0 serves HTTP with continuous batching (two requests at once), the other ranks
@@ -194,6 +198,26 @@ EOS
     bad "mismatched model: no clear error: $(head -5 "$TMP/mm.err")"
   else
     echo "ok: mismatched model refused: $(grep -m1 'different model' "$TMP/mm.err" | cut -c1-160)"
+  fi
+fi
+# Another --numerics on the last rank (an MPMD launch): refused on rank 0.
+if [ "$NP" = 2 ]; then
+  cat >"$TMP/pick_numerics.sh" <<EOS
+#!/bin/sh
+n=fast
+[ "\$OMPI_COMM_WORLD_RANK" = $((NP - 1)) ] && n=exact
+exec "$INKLING" generate -m "$FIX/full/hf" --token-ids 1,2,3 -n 2 --temp 0 -t 1 --numerics "\$n" \
+  --expert-parallel
+EOS
+  chmod +x "$TMP/pick_numerics.sh"
+  "${MPIRUN[@]}" "$TMP/pick_numerics.sh" >"$TMP/mn.out" 2>"$TMP/mn.err"
+  rc=$?
+  if [ $rc = 0 ]; then
+    bad "mismatched numerics: mpirun exited 0"
+  elif ! grep -q "rank $((NP - 1)) (host .*) runs --numerics exact, rank 0 fast" "$TMP/mn.err"; then
+    bad "mismatched numerics: no clear error: $(head -5 "$TMP/mn.err")"
+  else
+    echo "ok: mismatched numerics refused: $(grep -m1 'runs --numerics' "$TMP/mn.err" | cut -c1-160)"
   fi
 fi
 exit $((fails > 0))

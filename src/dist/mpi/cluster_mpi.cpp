@@ -1,6 +1,6 @@
 // Cluster over MPI: the handshake (fingerprints), rank 0's executor (nonblocking sends and
 // receives with a deadline, combine in gate order) and the expert servers of ranks > 0.
-// Messages (MPI_COMM_WORLD): kHello r -> 0 {fingerprint, host, error}; kGo 0 -> r {go};
+// Messages (MPI_COMM_WORLD): kHello r -> 0 {fingerprint, host, numerics, error}; kGo 0 -> r {go};
 // kRequest 0 -> r {layer, rows, k, H, ids [rows, k], rows [rows, H] f32} (layer -1 = stop);
 // kReply r -> 0 {the owned slots' expert outputs, row-major in (row, j) order, [slots, H] f32}.
 #include <mpi.h>
@@ -23,6 +23,7 @@
 #include "dist/cluster.h"
 #include "dist/expert_plan.h"
 #include "model/model.h"
+#include "model/weights.h"
 #include "ops/machine_hwy.h"
 
 namespace inkling::dist {
@@ -36,8 +37,9 @@ struct Hello {
   uint64_t fingerprint = 0;
   int32_t ok = 0;
   char host[64] = {};
-  char dir[256] = {};  // the model folder as that rank was given it
-  char simd[32] = {};  // the SIMD target its kernels run (another one may round differently)
+  char dir[256] = {};     // the model folder as that rank was given it
+  char simd[32] = {};     // the SIMD target its kernels run (another one may round differently)
+  char numerics[8] = {};  // the numerics mode its kernels were bound for ("fast" / "exact")
   char error[512] = {};
 };
 
@@ -269,8 +271,8 @@ class MpiCluster final : public Cluster {
   ~MpiCluster() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  int serve_experts(const std::string& model_dir, int n_threads) override;
-  Result<ExpertExecutor*> connect(const std::string& model_dir) override;
+  int serve_experts(const std::string& model_dir, int n_threads, Numerics numerics) override;
+  Result<ExpertExecutor*> connect(const std::string& model_dir, Numerics numerics) override;
   Result<double> time_exchange(int64_t T, int64_t H, int E, int k, int iters) override {
     if (!exec_) return Status::error("[expert-parallel] time_exchange before connect");
     return exec_->time_echo(T, H, E, k, iters);
@@ -286,11 +288,12 @@ class MpiCluster final : public Cluster {
   std::unique_ptr<MpiExecutor> exec_;
 };
 
-Hello hello_of(const std::string& dir, const Status& load) {
+Hello hello_of(const std::string& dir, Numerics numerics, const Status& load) {
   Hello h;
   gethostname(h.host, sizeof h.host - 1);
   std::snprintf(h.dir, sizeof h.dir, "%s", dir.c_str());
   std::snprintf(h.simd, sizeof h.simd, "%s", simd_target_name().c_str());
+  std::snprintf(h.numerics, sizeof h.numerics, "%s", numerics_name(numerics));
   if (load.ok()) {
     auto fp = model_fingerprint(dir);
     if (fp.ok()) {
@@ -305,14 +308,16 @@ Hello hello_of(const std::string& dir, const Status& load) {
   return h;
 }
 
-int MpiCluster::serve_experts(const std::string& dir, int n_threads) {
+int MpiCluster::serve_experts(const std::string& dir, int n_threads, Numerics numerics) {
   // mpirun passes SIGINT / SIGTERM to every rank. An expert server must outlive rank 0's
   // graceful shutdown (serve finishes the requests in flight), so it ends only on rank 0's stop
   // message, or by mpirun's SIGKILL when rank 0 is gone.
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
   auto model = Model::load(dir);
-  const Hello hello = hello_of(dir, model.ok() ? Status::success() : model.status());
+  // The kernels rank 0's engine binds (Engine::load): Model::load binds the exact ones.
+  if (model.ok()) bind_numerics(model.value()->weights, numerics);
+  const Hello hello = hello_of(dir, numerics, model.ok() ? Status::success() : model.status());
   MPI_Send(&hello, sizeof hello, MPI_BYTE, 0, kHello, MPI_COMM_WORLD);
   // Waits for rank 0 without spinning (rank 0 may be loading for a while).
   auto recv_polled = [](void* buf, int bytes, int tag) -> int {
@@ -378,7 +383,7 @@ int MpiCluster::serve_experts(const std::string& dir, int n_threads) {
   }
 }
 
-Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
+Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir, Numerics numerics) {
   INK_ASSIGN_OR_RETURN(const uint64_t mine, model_fingerprint(dir));
   const auto deadline = Clock::now() + std::chrono::microseconds(int64_t(timeout_s_ * 1e6));
   std::string err;
@@ -394,7 +399,7 @@ Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
       break;
     }
     h.host[sizeof h.host - 1] = h.dir[sizeof h.dir - 1] = h.error[sizeof h.error - 1] = 0;
-    h.simd[sizeof h.simd - 1] = 0;
+    h.simd[sizeof h.simd - 1] = h.numerics[sizeof h.numerics - 1] = 0;
     if (h.ok && simd_target_name() != h.simd)
       std::fprintf(stderr,
                    "[expert-parallel] warning: rank %d (host %s) runs %s kernels, rank 0 %s: "
@@ -412,6 +417,9 @@ Result<ExpertExecutor*> MpiCluster::connect(const std::string& dir) {
       err = "rank " + std::to_string(r) + " (host " + h.host + ") has a different model in " +
             h.dir + " than rank 0 in " + dir + " (config.json / tensor fingerprint " + buf +
             "): every rank needs the same model";
+    } else if (std::strcmp(h.numerics, numerics_name(numerics)) != 0) {
+      err = "rank " + std::to_string(r) + " (host " + h.host + ") runs --numerics " + h.numerics +
+            ", rank 0 " + numerics_name(numerics) + ": every rank needs the same mode";
     }
   }
   greeted_ = true;
