@@ -1,8 +1,8 @@
 // AVX512-BF16 kernel for bf16 weights in fast numerics (see dense_bf16dot.h), and its scalar twin.
 // Tiles: one token streams one row at a time (a sequential read per thread, as the exact decode
-// kernel); several tokens run chain-major tiles of 4 rows x up to 4 tokens over blocks of 1024
-// columns (chain_rows below), so the weights come from memory once per call and from L1 for every
-// further group of tokens.
+// kernel); 2-4 tokens run 2 rows x 2 tokens over blocks of 4 rows; more run chain-major tiles of
+// 4 rows x up to 4 tokens over blocks of 1024 columns (chain_rows below), so the weights come
+// from memory once per call and from L1 for every further group of tokens.
 #include "ops/dense_bf16dot.h"
 
 #include <algorithm>
@@ -99,11 +99,11 @@ INK_TILE_FN inline __m512bh load_w(const uint16_t* p, __mmask32 m) {
 }
 
 // R rows x NT tokens from row `r`: four chains per (row, token), chunk j into chain j % 4.
-// `ahead` > 0: the rows that many rows further on are software-prefetched at the offsets read
-// (decode tuning, ops/tuning.h; no effect on the arithmetic). The caller keeps them in the view.
+// No software prefetch: the row ahead measured slower from DRAM (27 vs 32 GB/s, one Zen 4
+// thread) and halved the speed in L2.
 template <int R, int NT>
 INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
-                      int64_t ldy, int64_t ahead = 0) {
+                      int64_t ldy) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
   const int64_t full = n / kChunk;  // chunks read without a mask
   const __mmask32 tail = n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
@@ -120,12 +120,6 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
       for (int t = 0; t < NT; ++t) a[k][i][t] = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + kChains <= full; j += kChains) {
-    if (ahead > 0)
-      for (int i = 0; i < R; ++i) {
-        const uint16_t* a = reinterpret_cast<const uint16_t*>(w.row(r + i + ahead));
-        for (int k = 0; k < kChains; ++k)
-          _mm_prefetch(reinterpret_cast<const char*>(a + (j + k) * kChunk), _MM_HINT_T0);
-      }
 #pragma GCC unroll 4
     for (int k = 0; k < kChains; ++k) {
       __m512bh wv[R];
@@ -161,6 +155,11 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
 // (row, token) sees the same chunks in the same order per chain as tile<1, 1>, so its bits are
 // the one-token ones.
 constexpr int kTileR = 4, kTileT = 4;
+// Up to this many tokens the row-pair tiles (tile<2, 2>) run instead: from DRAM they measured
+// 1.4x the exact kernel at 2-4 tokens, the chain-major ones 1.0-1.15x; beyond, chain-major wins
+// (16 tokens in L2: 1.24x where the row pairs gave 0.84x). Both give every (row, token) the
+// one-token order, so the switch keeps row-count invariance.
+constexpr int64_t kPairTokens = 4;
 constexpr int64_t kBlockChunks = 32;  // 1024 columns: 4 rows x 2 KiB stay in L1 for every token
 
 struct Park {  // [chain][row][token][16 lanes]
@@ -267,8 +266,23 @@ void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
 #if INKLING_HAVE_DENSE_BF16DOT
   thread_local Prepared p;
   prepare(x, n_tok, ldx, w.cols, p);
-  if (n_tok == 1) {  // one sequential stream: software prefetch measured slower here (Zen 4)
+  if (n_tok == 1) {  // one sequential stream
     for (int64_t r = r0; r < r1; ++r) tile<1, 1>(p, 0, w, r, y, ldy);
+    return;
+  }
+  if (n_tok <= kPairTokens) {  // row pairs x token pairs over blocks of 4 rows, full rows
+    constexpr int64_t kBlock = 4;
+    for (int64_t rb = r0; rb < r1; rb += kBlock) {
+      const int64_t re = std::min(r1, rb + kBlock);
+      for (int64_t t0 = 0; t0 < n_tok; t0 += 2) {
+        const bool pair = t0 + 1 < n_tok;
+        int64_t r = rb;
+        for (; r + 2 <= re; r += 2)
+          pair ? tile<2, 2>(p, t0, w, r, y, ldy) : tile<2, 1>(p, t0, w, r, y, ldy);
+        for (; r < re; ++r)
+          pair ? tile<1, 2>(p, t0, w, r, y, ldy) : tile<1, 1>(p, t0, w, r, y, ldy);
+      }
+    }
     return;
   }
   thread_local Park pk;
