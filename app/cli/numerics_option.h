@@ -18,8 +18,8 @@ inline CLI::Option* add_numerics_option(CLI::App& app, std::string* name) {
   return app.add_option(
       "--numerics", *name,
       "arithmetic of the products: fast (activations rounded as llama.cpp and transformers bf16 "
-      "do: bf16 against bf16 weights, int8 per small block against quantized ones) or exact (f32 "
-      "activations; parity with transformers f32)");
+      "do: bf16 against bf16 and NVFP4 weights, int8 per small block against MLX affine ones) or "
+      "exact (f32 activations; parity with transformers f32)");
 }
 
 // The mode --numerics names, or the one-line error for it ("--numerics: numerics 'x': ...").

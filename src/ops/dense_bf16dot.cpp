@@ -242,20 +242,12 @@ INK_TILE_FN void chain_rows(const Prepared& p, int64_t n_tok, const MatView& w, 
                                   _mm512_load_ps(pk.v[2][i][t]), _mm512_load_ps(pk.v[3][i][t]));
 }
 
-bool cpu_has_bf16() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bf16");
-}
-
 }  // namespace
 #endif  // INKLING_HAVE_DENSE_BF16DOT
 
 bool dense_bf16dot_available() {
 #if INKLING_HAVE_DENSE_BF16DOT
-  static const bool has = cpu_has_bf16();
-  return has && q4_bf16dot_enabled();
+  return q4_bf16dot_enabled();  // the CPU has AVX512-BF16 and the kernels are not turned off
 #else
   return false;
 #endif
