@@ -70,6 +70,7 @@ double now() {
 
 struct Variant {
   std::string name;
+  const MatView* w;  // the view bound for this variant's mode
   RowsKernel f;
   int parts;  // > 0: affine_vnni_parts_rows with this many parts
 };
@@ -90,17 +91,17 @@ int main(int argc, char** argv) {
         Mat m = make(bits == 16 && rows > 1024 ? rows / 2 : rows, cols, bits);
         MatView ex = m.v, fa = m.v;
         if (!bind_kernels(ex, Numerics::kExact) || !bind_kernels(fa, Numerics::kFast)) return 1;
-        std::vector<Variant> vs = {{std::string("exact ") + ex.kernels->for_tokens(T).name,
+        std::vector<Variant> vs = {{std::string("exact ") + ex.kernels->for_tokens(T).name, &ex,
                                     ex.kernels->for_tokens(T).rows, 0},
-                                   {std::string("fast ") + fa.kernels->for_tokens(T).name,
+                                   {std::string("fast ") + fa.kernels->for_tokens(T).name, &fa,
                                     fa.kernels->for_tokens(T).rows, 0}};
-        if (bits != 16 && affine_vnni_available()) vs.push_back({"vnni 2 parts", nullptr, 2});
+        if (bits != 16 && affine_vnni_available()) vs.push_back({"vnni 2 parts", &fa, nullptr, 2});
         std::vector<std::vector<double>> t(vs.size());
         const int reps = rows < 1024 ? 100 : 2;
         for (int r = 0; r < rounds; ++r)
           for (size_t k = 0; k < vs.size(); ++k) {
             const Variant& v = vs[(k + size_t(r)) % vs.size()];
-            const MatView& w = v.name.rfind("exact", 0) == 0 ? ex : fa;
+            const MatView& w = *v.w;
             auto call = [&] {
               if (v.parts)
                 affine_vnni_parts_rows(x.data(), T, cols, w, 0, w.rows, y.data(), w.rows, v.parts);

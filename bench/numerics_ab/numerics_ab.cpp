@@ -78,22 +78,25 @@ struct Stats {
   }
 };
 
+bool failed(const Status& st) {
+  std::fprintf(stderr, "numerics_ab: %s\n", st.message().c_str());
+  return false;
+}
+
 // Every position's logits of `ids`, by prefill or one token at a time.
 bool logits(const Engine& eng, const std::vector<int32_t>& ids, bool decode,
             std::vector<float>* out) {
   auto s = eng.new_session();
   if (!decode) {
     auto l = s->prefill_all_logits(ids);
-    if (!l.ok())
-      return std::fprintf(stderr, "numerics_ab: %s\n", l.status().message().c_str()), false;
+    if (!l.ok()) return failed(l.status());
     *out = std::move(*l);
     return true;
   }
   out->clear();
   for (size_t i = 0; i < ids.size(); ++i) {
     auto l = i == 0 ? s->prefill(std::span<const int32_t>(&ids[0], 1)) : s->decode(ids[i]);
-    if (!l.ok())
-      return std::fprintf(stderr, "numerics_ab: %s\n", l.status().message().c_str()), false;
+    if (!l.ok()) return failed(l.status());
     out->insert(out->end(), l->begin(), l->end());
   }
   return true;
@@ -122,11 +125,7 @@ int main(int argc, char** argv) {
   auto exact = Engine::load(dir, eo);
   eo.numerics = Numerics::kFast;
   auto fast = Engine::load(dir, eo);
-  if (!exact.ok() || !fast.ok()) {
-    std::fprintf(stderr, "numerics_ab: %s\n",
-                 (exact.ok() ? fast.status() : exact.status()).message().c_str());
-    return 1;
-  }
+  if (!exact.ok() || !fast.ok()) return failed(exact.ok() ? fast.status() : exact.status()) ? 0 : 1;
   const int64_t V = (*exact)->info().unpadded_vocab;
   std::vector<int32_t> all;
   if (src == "--random") {

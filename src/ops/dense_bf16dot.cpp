@@ -6,7 +6,6 @@
 #include "ops/dense_bf16dot.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "base/aligned_scratch.h"
@@ -94,6 +93,11 @@ INK_TILE_FN inline float finish(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
   return vnni_sum16(lanes);
 }
 
+// The columns of the last chunk of an n-column row (all 32 when n is whole chunks).
+inline __mmask32 tail_mask(int64_t n) {
+  return n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
+}
+
 INK_TILE_FN inline __m512bh load_w(const uint16_t* p, __mmask32 m) {
   return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
 }
@@ -106,7 +110,7 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
                       int64_t ldy) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
   const int64_t full = n / kChunk;  // chunks read without a mask
-  const __mmask32 tail = n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
+  const __mmask32 tail = tail_mask(n);
   const uint16_t* wr[R];
   for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
   const uint16_t* xt[NT];
@@ -209,7 +213,7 @@ template <int R>
 INK_TILE_FN void chain_rows(const Prepared& p, int64_t n_tok, const MatView& w, int64_t r,
                             int64_t r1, float* y, int64_t ldy, Park& pk) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk, full = n / kChunk;
-  const __mmask32 tail = n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
+  const __mmask32 tail = tail_mask(n);
   const uint16_t* wr[R];
   for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
   const uint16_t* nx[R];

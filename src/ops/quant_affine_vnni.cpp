@@ -426,25 +426,25 @@ INK_VNNI void rows_kernel(const Prepared& p, int t0, const MatView& w, int64_t r
   }
 }
 
-// Tokens [t0, t0 + nt) (nt 1 or 2) of p over rows [r0, r1).
+// Tokens [t0, t0 + nt) (nt 1 or 2) of p over rows [r0, r1), with p's parts of x.
+template <int kBits, int kCps, int kParts>
+void pass_parts(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64_t r1,
+                float* y, int64_t ldy, int pf) {
+  if (nt == 1)
+    rows_kernel<kBits, kCps, 1, 4, kParts>(p, t0, w, r0, r1, y, ldy, pf);
+  else
+    rows_kernel<kBits, kCps, 2, 2, kParts>(p, t0, w, r0, r1, y, ldy, pf);
+}
+
 template <int kBits, int kCps>
 void pass(const Prepared& p, int t0, int nt, const MatView& w, int64_t r0, int64_t r1, float* y,
           int64_t ldy, int pf) {
-  if (p.parts == 1) {
-    if (nt == 1)
-      rows_kernel<kBits, kCps, 1, 4, 1>(p, t0, w, r0, r1, y, ldy, pf);
-    else
-      rows_kernel<kBits, kCps, 2, 2, 1>(p, t0, w, r0, r1, y, ldy, pf);
-  } else if (p.parts == 2) {
-    if (nt == 1)
-      rows_kernel<kBits, kCps, 1, 4, 2>(p, t0, w, r0, r1, y, ldy, pf);
-    else
-      rows_kernel<kBits, kCps, 2, 2, 2>(p, t0, w, r0, r1, y, ldy, pf);
-  } else if (nt == 1) {
-    rows_kernel<kBits, kCps, 1, 4, kVnniParts>(p, t0, w, r0, r1, y, ldy, pf);
-  } else {
-    rows_kernel<kBits, kCps, 2, 2, kVnniParts>(p, t0, w, r0, r1, y, ldy, pf);
-  }
+  if (p.parts == 1)
+    pass_parts<kBits, kCps, 1>(p, t0, nt, w, r0, r1, y, ldy, pf);
+  else if (p.parts == 2)
+    pass_parts<kBits, kCps, 2>(p, t0, nt, w, r0, r1, y, ldy, pf);
+  else
+    pass_parts<kBits, kCps, kVnniParts>(p, t0, nt, w, r0, r1, y, ldy, pf);
 }
 
 // A width other than 4 bits: group 128 spans two 64-column chunks, smaller groups one.
