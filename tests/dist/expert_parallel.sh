@@ -35,6 +35,20 @@ rank_pid() {
   done
 }
 
+# name script pattern: an MPMD launch of `script` on every rank must fail with a line matching
+# `pattern` on stderr.
+expect_refused() {
+  chmod +x "$2"
+  "${MPIRUN[@]}" "$2" >"$TMP/refused.out" 2>"$TMP/refused.err"
+  if [ $? = 0 ]; then
+    bad "$1: mpirun exited 0"
+  elif ! grep -q "$3" "$TMP/refused.err"; then
+    bad "$1: no clear error: $(head -5 "$TMP/refused.err")"
+  else
+    echo "ok: $1 refused: $(grep -m1 "$3" "$TMP/refused.err" | cut -c1-160)"
+  fi
+}
+
 # name model-dir prompt-json [extra generate args]
 check_same() {
   local name=$1 dir=$2 prompt=$3
@@ -189,16 +203,7 @@ d="$FIX/full/hf"
 [ "\$OMPI_COMM_WORLD_RANK" = $((NP - 1)) ] && d="$TMP/other"
 exec "$INKLING" generate -m "\$d" --token-ids 1,2,3 -n 2 --temp 0 -t 1 --expert-parallel
 EOS
-  chmod +x "$TMP/pick.sh"
-  "${MPIRUN[@]}" "$TMP/pick.sh" >"$TMP/mm.out" 2>"$TMP/mm.err"
-  rc=$?
-  if [ $rc = 0 ]; then
-    bad "mismatched model: mpirun exited 0"
-  elif ! grep -q "rank $((NP - 1)) (host .*) has a different model" "$TMP/mm.err"; then
-    bad "mismatched model: no clear error: $(head -5 "$TMP/mm.err")"
-  else
-    echo "ok: mismatched model refused: $(grep -m1 'different model' "$TMP/mm.err" | cut -c1-160)"
-  fi
+  expect_refused "mismatched model" "$TMP/pick.sh" "rank $((NP - 1)) (host .*) has a different model"
 fi
 # Another --numerics on the last rank (an MPMD launch): refused on rank 0.
 if [ "$NP" = 2 ]; then
@@ -209,15 +214,7 @@ n=fast
 exec "$INKLING" generate -m "$FIX/full/hf" --token-ids 1,2,3 -n 2 --temp 0 -t 1 --numerics "\$n" \
   --expert-parallel
 EOS
-  chmod +x "$TMP/pick_numerics.sh"
-  "${MPIRUN[@]}" "$TMP/pick_numerics.sh" >"$TMP/mn.out" 2>"$TMP/mn.err"
-  rc=$?
-  if [ $rc = 0 ]; then
-    bad "mismatched numerics: mpirun exited 0"
-  elif ! grep -q "rank $((NP - 1)) (host .*) runs --numerics exact, rank 0 fast" "$TMP/mn.err"; then
-    bad "mismatched numerics: no clear error: $(head -5 "$TMP/mn.err")"
-  else
-    echo "ok: mismatched numerics refused: $(grep -m1 'runs --numerics' "$TMP/mn.err" | cut -c1-160)"
-  fi
+  expect_refused "mismatched numerics" "$TMP/pick_numerics.sh" \
+    "rank $((NP - 1)) (host .*) runs --numerics exact, rank 0 fast"
 fi
 exit $((fails > 0))
