@@ -54,7 +54,9 @@ struct ModelInfo {
   int64_t vocab_size = 0;      // padded rows of the embedding
   int64_t unpadded_vocab = 0;  // width of the logits
   int64_t max_context = 0;     // sessions refuse input beyond this many tokens (0 = unlimited)
+  std::string family;          // "inkling" (v1) or "inkling2" (Inkling 2 Mini and Small)
   int hidden = 0, n_layers = 0;
+  int layer_visits = 0;  // per token: n_layers, or more where a looped core runs several times
   int n_routed = 0, top_k = 0;           // routed experts per MoE layer and experts per token
   std::vector<std::string> layer_kinds;  // per layer: "sliding/dense", "global/moe", ...
   std::vector<int32_t> eos_ids;

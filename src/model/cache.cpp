@@ -73,7 +73,7 @@ void LayerCache::rewind_convs(const ConvTrace& t, int64_t keep, int64_t taps) {
 
 SequenceState SequenceState::fresh(const ModelConfig& c, int64_t chunk, KvType kv) {
   SequenceState s;
-  for (const LayerSpec& l : c.layers) s.layers.push_back(LayerCache::fresh(c, l, chunk, kv));
+  for (const LayerSpec& l : c.cache_slots()) s.layers.push_back(LayerCache::fresh(c, l, chunk, kv));
   return s;
 }
 

@@ -205,6 +205,28 @@ Status read_mtp(const json& root, const json& tc, const std::string& p, ModelCon
 
 }  // namespace
 
+const char* family_name(Family f) {
+  return f == Family::kInkling2 ? "inkling2" : "inkling";
+}
+
+std::vector<ModelConfig::Visit> ModelConfig::schedule() const {
+  std::vector<Visit> out;
+  const int s = v2.looped() ? v2.loop_start : n_layers, e = v2.looped() ? v2.loop_end : n_layers;
+  for (int i = 0; i < s; ++i) out.push_back({i, i, 0});
+  for (int p = 1; p <= (v2.looped() ? v2.loop_passes : 0); ++p)
+    for (int i = s; i < e; ++i)
+      out.push_back({i, p == 1 ? i : n_layers + (p - 2) * (e - s) + (i - s), p});
+  for (int i = e; i < n_layers; ++i) out.push_back({i, i, 0});
+  return out;
+}
+
+std::vector<LayerSpec> ModelConfig::cache_slots() const {
+  std::vector<LayerSpec> out = layers;
+  for (const Visit& v : schedule())
+    if (v.slot >= n_layers) out.push_back(layers[size_t(v.layer)]);
+  return out;
+}
+
 bool ModelConfig::has_moe() const {
   for (const auto& l : layers)
     if (!l.dense) return true;
@@ -223,11 +245,14 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   ModelConfig c;
   if (auto it = root.find("model_type"); it != root.end() && it->is_string())
     c.model_type = it->get<std::string>();
-  static const char* kAccepted[] = {"inkling_mm_model", "inkling", "inkling_text"};
+  static const char* kAccepted[] = {"inkling_mm_model",  "inkling",       "inkling_text",
+                                    "inkling2",          "inkling2_text", "inkling2_loop",
+                                    "inkling2_loop_text"};
   if (!c.model_type.empty() &&
       std::find(std::begin(kAccepted), std::end(kAccepted), c.model_type) == std::end(kAccepted))
     return err("model_type '" + c.model_type +
-               "' is not an Inkling model (expected inkling_mm_model, inkling or inkling_text)");
+               "' is not an Inkling model (expected inkling_mm_model, inkling, inkling_text, "
+               "inkling2, inkling2_text, inkling2_loop or inkling2_loop_text)");
 
   const bool nested = root.contains("text_config");
   if (nested && !root["text_config"].is_object())
@@ -235,6 +260,29 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   const json& tc = nested ? root["text_config"] : root;
   Fields top(root, "");
   Fields f(tc, nested ? "text_config." : "");
+  {
+    std::string text_type = c.model_type;
+    if (auto it = tc.find("model_type"); nested && it != tc.end() && it->is_string())
+      text_type = it->get<std::string>();
+    const bool v2 = c.model_type.rfind("inkling2", 0) == 0 || text_type.rfind("inkling2", 0) == 0;
+    if (v2) {
+      c.family = Family::kInkling2;
+      // Inkling 2 Small's defaults (Mini's config states every field it changes).
+      c.hidden = 4608, c.n_layers = 48, c.n_heads = 48, c.n_kv_heads = 8, c.head_dim = 128;
+      c.swa_n_heads = 48, c.swa_n_kv_heads = 8, c.swa_head_dim = 128, c.window = 1024;
+      c.log_floor = 128000, c.moe_width = 2304, c.n_routed = 384, c.top_k = 8, c.n_shared = 0;
+      c.dense_width = 0, c.mup_divisor = 1, c.unpadded_vocab = 200058;
+      if (!tc.contains("eos_token_id") && !root.contains("eos_token_id")) c.eos_ids = {200006};
+      const bool loop = c.model_type.rfind("inkling2_loop", 0) == 0 ||
+                        text_type.rfind("inkling2_loop", 0) == 0 || tc.contains("loop_config") ||
+                        tc.contains("loop_layer_index_start");
+      if (loop) {
+        c.hidden = 2304, c.n_layers = 24, c.n_heads = 24, c.swa_n_heads = 24;
+        c.log_floor = 8192, c.moe_width = 1152, c.n_routed = 128;
+        c.v2.loop_start = 6, c.v2.loop_end = 18, c.v2.loop_passes = 3;
+      }
+    }
+  }
 
   f.integer({"vocab_size"}, &c.vocab_size, 1, kMaxVocab);
   // A top-level value describes the same vocabulary.
@@ -267,7 +315,13 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   // MLP widths: OG files name the expert width `intermediate_size` and carry
   // `dense_intermediate_size`; transformers files use intermediate_size (dense) and
   // moe_intermediate_size (expert). transformers itself gets this wrong for OG Inkling-Small.
-  if (f.has({"dense_intermediate_size"})) {
+  if (c.family == Family::kInkling2) {
+    c.format = "hf";  // Inkling 2 has no dense MLP: intermediate_size is the expert width
+    f.integer({"moe_intermediate_size", "intermediate_size"}, &c.moe_width, 1, kMaxWidth);
+    for (const char* gone : {"n_shared_experts", "dense_intermediate_size", "mlp_layer_types"})
+      if (const json* v = f.find({gone}); v && !(v->is_number() && v->get<double>() == 0))
+        f.fail(gone, "is not an Inkling 2 field (Inkling 2 has no shared experts or dense MLP)");
+  } else if (f.has({"dense_intermediate_size"})) {
     c.format = "og";
     f.integer({"dense_intermediate_size"}, &c.dense_width, 1, kMaxWidth);
     f.integer({"intermediate_size"}, &c.moe_width, 1, kMaxWidth);
@@ -279,10 +333,43 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
   }
   f.integer({"n_routed_experts", "num_local_experts"}, &c.n_routed, 1, kMaxExperts);
   f.integer({"num_experts_per_tok"}, &c.top_k, 1, kMaxTopK);
-  f.integer({"n_shared_experts"}, &c.n_shared, 0, kMaxShared);
+  if (c.family == Family::kInkling) f.integer({"n_shared_experts"}, &c.n_shared, 0, kMaxShared);
   f.number({"route_scale"}, &c.route_scale);
   f.number({"logits_mup_width_multiplier", "embedding_multiplier"}, &c.mup_divisor);
   if (c.mup_divisor == 0) f.fail("logits_mup_width_multiplier", "must be non-zero");
+  if (c.family == Family::kInkling2) {
+    Inkling2Config& v = c.v2;
+    f.integer({"n_layers_per_attn_res_block"}, &v.block, 1, kMaxLayers);
+    f.number({"qk_l2_clip_threshold"}, &v.qk_clip);
+    f.number({"rel_l2_clip_threshold"}, &v.rel_clip);
+    f.number({"mlp_gate_softcap"}, &v.gate_cap);
+    f.number({"mlp_up_softcap"}, &v.up_cap);
+    f.number({"final_logit_softcapping"}, &v.logit_cap);
+    for (auto [name, x] : {std::pair<const char*, double>{"qk_l2_clip_threshold", v.qk_clip},
+                           {"rel_l2_clip_threshold", v.rel_clip},
+                           {"mlp_gate_softcap", v.gate_cap},
+                           {"mlp_up_softcap", v.up_cap},
+                           {"final_logit_softcapping", v.logit_cap}})
+      if (!(x > 0)) f.fail(name, "must be positive");
+    if (const json* sf = f.find({"scoring_func"}); sf && !(sf->is_string() && *sf == "sigmoid"))
+      f.fail("scoring_func", "is " + sf->dump() + "; Inkling 2 routes with \"sigmoid\"");
+    if (const json* lc = f.find({"loop_config"})) {
+      if (!lc->is_object()) {
+        f.fail("loop_config", "must be an object");
+      } else {
+        Fields l(*lc, std::string(nested ? "text_config." : "") + "loop_config.");
+        l.integer({"core_start"}, &v.loop_start, 0, kMaxLayers);
+        l.integer({"core_end"}, &v.loop_end, 0, kMaxLayers);
+        l.integer({"num_passes"}, &v.loop_passes, 1, 64);
+        l.integer({"gate_rank"}, &v.loop_rank, 1, kMaxWidth);
+        INK_RETURN_IF_ERROR(l.status().with_context("[config] " + source + ": "));
+      }
+    }
+    f.integer({"loop_layer_index_start"}, &v.loop_start, 0, kMaxLayers);
+    f.integer({"loop_layer_index_end"}, &v.loop_end, 0, kMaxLayers);
+    f.integer({"loop_num_passes"}, &v.loop_passes, 1, 64);
+    f.integer({"loop_gate_rank"}, &v.loop_rank, 1, kMaxWidth);
+  }
   read_eos(f.find({"eos_token_id"}), &c.eos_ids, &f);
   read_eos(top.find({"eos_token_id"}), &c.eos_ids, &top);
   INK_RETURN_IF_ERROR(top.status().with_context("[config] " + source + ": "));
@@ -378,10 +465,30 @@ Result<ModelConfig> parse_config(const std::string& text, const std::string& sou
     l.head_dim = l.sliding ? c.swa_head_dim : c.head_dim;
     l.rel_extent = l.sliding ? c.window : c.rel_extent;
   }
+  if (c.family == Family::kInkling2) {
+    const Inkling2Config& v = c.v2;
+    const std::string b = std::to_string(v.block);
+    if (v.looped()) {
+      if (v.loop_start <= 0 || v.loop_start % v.block != 0)
+        return err("field '" + p + "loop_layer_index_start' (" + std::to_string(v.loop_start) +
+                   ") must be a positive multiple of n_layers_per_attn_res_block (" + b + ")");
+      if (v.loop_end % v.block != 0 || v.loop_end > c.n_layers)
+        return err("field '" + p + "loop_layer_index_end' (" + std::to_string(v.loop_end) +
+                   ") must be a multiple of n_layers_per_attn_res_block (" + b +
+                   ") and at most num_hidden_layers (" + std::to_string(c.n_layers) + ")");
+    } else if (v.loop_end != 0 || v.loop_start != 0) {
+      return err("field '" + p + "loop_layer_index_end' (" + std::to_string(v.loop_end) +
+                 ") must exceed loop_layer_index_start (" + std::to_string(v.loop_start) + ")");
+    }
+    if (int64_t(c.n_layers) + int64_t(v.loop_passes - 1) * (v.loop_end - v.loop_start) > kMaxLayers)
+      return err("field '" + p + "loop_num_passes' (" + std::to_string(v.loop_passes) +
+                 ") makes more than " + std::to_string(kMaxLayers) + " layer visits");
+  }
   if (c.has_moe() && c.top_k > c.n_routed)
     return err("field '" + p + "num_experts_per_tok' (" + std::to_string(c.top_k) +
                ") exceeds n_routed_experts (" + std::to_string(c.n_routed) + ")");
-  INK_RETURN_IF_ERROR(read_mtp(root, tc, p, &c).with_context("[config] " + source + ": "));
+  if (c.family == Family::kInkling)
+    INK_RETURN_IF_ERROR(read_mtp(root, tc, p, &c).with_context("[config] " + source + ": "));
   return c;
 }
 

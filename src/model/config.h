@@ -47,7 +47,27 @@ struct MtpConfig {
   int local_extent = 0;           // local_extent (default: sliding_window_size)
 };
 
+// Model families (each with its own layouts, weights and forward: model/ for Inkling, model/<name>/
+// for the rest); the engine core above them is family-agnostic.
+enum class Family : uint8_t { kInkling, kInkling2 };
+const char* family_name(Family f);
+
+// Inkling 2 (Mini: inkling2_loop, Small: inkling2; spec/inkling2.md) fields beyond Inkling's.
+struct Inkling2Config {
+  int block = 6;                         // n_layers_per_attn_res_block
+  double qk_clip = 22.627416997969522;   // qk_l2_clip_threshold
+  double rel_clip = 8.0;                 // rel_l2_clip_threshold
+  double gate_cap = 4.0, up_cap = 25.0;  // mlp_gate_softcap, mlp_up_softcap
+  double logit_cap = 30.0;               // final_logit_softcapping
+  // The looped core of Mini: layers [loop_start, loop_end) run loop_passes times; passes after the
+  // first restart from the prelude's output and take gated messages (rank loop_rank).
+  int loop_start = 0, loop_end = 0, loop_passes = 1, loop_rank = 64;
+  bool looped() const { return loop_end > loop_start; }
+};
+
 struct ModelConfig {
+  Family family = Family::kInkling;
+  Inkling2Config v2;                // family kInkling2 only
   std::string model_type;           // top-level model_type as found ("inkling_mm_model", ...)
   std::string format;               // "og" (Thinking Machines spelling) or "hf" (transformers)
   int64_t vocab_size = 201024;      // rows of embed / lm_head (padded vocabulary)
@@ -81,6 +101,15 @@ struct ModelConfig {
   MtpConfig mtp;  // draft depths (spec/inkling-mtp.md)
 
   bool has_moe() const;
+  // Layer visits of one token in the order the forward runs them: n_layers, plus (passes - 1) x
+  // the looped core of Inkling 2 Mini. Cache slots [0, n_layers) are the physical layers' first
+  // visits, then the core's later passes, pass by pass (transformers' cache layer order).
+  struct Visit {
+    int layer = 0, slot = 0, pass = 0;  // pass: 0 outside the core, else 1..loop_passes
+  };
+  std::vector<Visit> schedule() const;
+  // The geometry of every cache slot (what a sequence keeps per slot: KV rows and conv states).
+  std::vector<LayerSpec> cache_slots() const;
 };
 
 // Parses config.json text. `source` names the file in messages ("[config] <source>: field ...").

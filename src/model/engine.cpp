@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "inkling/media.h"
+#include "model/inkling2/bind.h"
+#include "model/inkling2/layouts.h"
 #include "model/media_encode.h"
 #include "model/model.h"
 #include "model/session_impl.h"
@@ -73,6 +75,14 @@ void storage_table(const Model& m, ModelInfo* info) {
           &l.attn.k_conv, &l.attn.v_conv, &l.attn.rel_proj, &l.moe.router_bias})
       copied += v->size() * 4;
   }
+  for (const Inkling2Layer& l : w.v2.layers) {
+    for (const auto* v : {&l.attn_query, &l.mlp_query, &l.in_norm, &l.q_norm, &l.k_norm, &l.v_norm,
+                          &l.mlp_norm, &l.attn_conv, &l.mlp_conv, &l.q_scale, &l.r_scale,
+                          &l.rel_proj, &l.k_conv, &l.v_conv, &l.moe.router_bias})
+      copied += v->size() * 4;
+    for (const Inkling2Gate& g : l.gates) copied += (g.forget.size() + g.gain.size()) * 4;
+  }
+  copied += (w.v2.final_query.size() + w.v2.message_query.size()) * 4;
   for (auto& [key, e] : t) {
     info->storage.push_back(e);
     info->mapped_bytes += e.bytes;
@@ -95,6 +105,8 @@ ModelInfo describe(const Model& m, const std::string& dir) {
   info.unpadded_vocab = c.unpadded_vocab;
   info.hidden = c.hidden;
   info.n_layers = c.n_layers;
+  info.family = family_name(c.family);
+  info.layer_visits = int(c.schedule().size());
   info.n_routed = c.n_routed;
   info.top_k = c.top_k;
   info.eos_ids = c.eos_ids;
@@ -146,6 +158,16 @@ ModelInfo describe(const Model& m, const std::string& dir) {
     << "\n"
     << "vocab " << c.vocab_size << " (logits " << c.unpadded_vocab << "), muP divisor "
     << c.mup_divisor;
+  if (c.family == Family::kInkling2) {
+    const Inkling2Config& v = c.v2;
+    s << "\nInkling 2: attention-residual blocks of " << v.block << " layers; q/k L2 clip "
+      << v.qk_clip << ", relative clip " << v.rel_clip << "; SwiGLU softcaps " << v.gate_cap
+      << " / " << v.up_cap << "; logit softcap " << v.logit_cap;
+    if (v.looped())
+      s << "\nlooped core: layers " << v.loop_start << "-" << v.loop_end - 1 << " run "
+        << v.loop_passes << " times (message gates of rank " << v.loop_rank
+        << "): " << c.schedule().size() << " layer visits and cache slots per token";
+  }
   if (!c.mtp.depths.empty()) {
     s << "\nMTP: " << c.mtp.depths.size() << " depths (";
     for (size_t d = 0; d < c.mtp.depths.size(); ++d) {
@@ -196,6 +218,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
   m->store = std::move(store).value();
   m->n_tensors = int64_t(m->store.all().size());
   TensorMap refs = refs_from_store(m->store);
+  if (m->config.family == Family::kInkling2) {
+    INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize_inkling2(refs, &m->layout));
+    INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
+    INK_ASSIGN_OR_RETURN(m->weights, bind_inkling2(m->config, canonical, quant));
+    return m;
+  }
   INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize(refs, &m->layout));
   if (!m->config.mtp.depths.empty()) {
     // The original layout may keep the MTP depths in mtp.safetensors, which an index need not
@@ -270,6 +298,9 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
     return Status::error("[load] prefill_chunk = " + std::to_string(opts.prefill_chunk) +
                          " exceeds the supported maximum " + std::to_string(kMaxPrefillChunk));
   INK_ASSIGN_OR_RETURN(auto model, Model::load(model_dir));
+  if (opts.expert_executor && model->config.family != Family::kInkling)
+    return Status::error("[load] " + model_dir + ": expert parallelism runs Inkling (v1) models " +
+                         "only; this is an " + family_name(model->config.family) + " model");
   bind_numerics(model->weights, opts.numerics);
   if (opts.expert_executor)
     for (size_t l = 0; l < model->weights.layers.size(); ++l) {
@@ -287,11 +318,12 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   info.kv_type = kv_cache_type_name(opts.kv_type);
   info.numerics = numerics_name(opts.numerics);
   const ModelConfig& mc = model->config;
-  for (const LayerSpec& l : mc.layers)
+  const std::vector<LayerSpec> slots = mc.cache_slots();  // Inkling 2 Mini: one per layer visit
+  for (const LayerSpec& l : slots)
     info.conv_state_bytes +=
         4 * uint64_t(mc.conv_k - 1) *
         (2 * uint64_t(l.n_kv_heads) * uint64_t(l.head_dim) + 2 * uint64_t(mc.hidden));
-  for (const LayerSpec& l : model->config.layers) {
+  for (const LayerSpec& l : slots) {
     const uint64_t row = 2 * uint64_t(l.n_kv_heads) * uint64_t(l.head_dim) * elem;  // k + v
     info.kv_ring_rows = int64_t(model->config.window) - 1 + e->impl_->opts.prefill_chunk;
     if (l.sliding)

@@ -1,8 +1,10 @@
-// The forward pass: embed -> embed_norm -> layers (model/layer.cpp) -> norm -> /mup -> lm_head,
+// The forward pass: embed -> embed_norm -> layers (model/layer.cpp; Inkling 2: its trunk,
+// model/inkling2/forward.cpp) -> norm -> /mup (Inkling) -> lm_head (-> softcap, Inkling 2),
 // and the scratch buffers it runs in.
 #include <algorithm>
 #include <cmath>
 
+#include "model/inkling2/forward.h"
 #include "model/layer.h"
 #include "model/model.h"
 #include "ops/formats.h"
@@ -80,7 +82,8 @@ void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& 
   tap("embed_norm", x, {T, H});
   if (s.layer_segs.size() < n_segs) s.layer_segs.resize(n_segs);
   const std::span<LayerSegment> ls(s.layer_segs.data(), n_segs);
-  for (int l = 0; l < c.n_layers; ++l) {
+  if (c.family == Family::kInkling2) inkling2_trunk(m, segs, n_segs, x, s, pool, tap);
+  for (int l = 0; c.family == Family::kInkling && l < c.n_layers; ++l) {
     for (size_t i = 0; i < n_segs; ++i)
       ls[i] = {&segs[i].state->layers[size_t(l)], segs[i].state->pos, segs[i].n,
                segs[i].trace ? &segs[i].trace[l] : nullptr};
@@ -130,12 +133,17 @@ void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& 
   }
   if (head_rows == 0) return;
   const float mup = float(c.mup_divisor);
-  for (int64_t i = 0; i < head_rows * H; ++i) h[i] /= mup;
+  if (mup != 1.f)
+    for (int64_t i = 0; i < head_rows * H; ++i) h[i] /= mup;
   const MatView head = w.lm_head.slice_rows(0, V);
   const bool direct = n_segs == 1 && segs[0].logits;  // write straight into its output
   if (!direct && s.logits.size() < size_t(head_rows * V)) s.logits.resize(size_t(head_rows * V));
   float* dst = direct ? segs[0].logits : s.logits.data();
   matmul(h, head_rows, H, head, dst, V, pool);
+  if (c.family == Family::kInkling2) {  // Inkling 2's head softcap: cap tanh(z / cap)
+    const float cap = float(c.v2.logit_cap);
+    for (int64_t i = 0; i < head_rows * V; ++i) dst[i] = std::tanh(dst[i] / cap) * cap;
+  }
   tap("logits", dst, {head_rows, V});
   if (direct) return;
   r = 0;

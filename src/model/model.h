@@ -42,6 +42,7 @@ struct Scratch {
   std::vector<float> route_w, route_gamma;     // [chunk, k], [chunk, S]
   std::vector<int32_t> expert_tokens;          // token slots grouped by expert
   std::vector<LayerSegment> layer_segs;        // per forward call: each segment's layer view
+  std::vector<float> v2;  // Inkling 2's block states and layer buffers (model/inkling2/forward.cpp)
 
   static Scratch make(const ModelConfig& c, int64_t chunk);
   // Bytes make() would allocate, computed without allocating (for `inspect`).

@@ -31,6 +31,16 @@ void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_
     const float* row = gu + t * 2 * W;
     float* h = gu + t * W;
     const float sc = row_scale ? row_scale[t * scale_stride] : 1.f;
+    if (w.gate_cap > 0) {  // Inkling 2: the softcaps bound the linear gate factor and up
+      const float gc = w.gate_cap, uc = w.up_cap;
+      for (int64_t i = 0; i < W; ++i) {
+        const float g = row[i * gs], u = row[i * gs + uoff];
+        const float v =
+            std::tanh(g / gc) * gc * (1.f / (1.f + std::exp(-g))) * (std::tanh(u / uc) * uc);
+        h[i] = row_scale ? v * sc : v;
+      }
+      continue;
+    }
     for (int64_t i = 0; i < W; ++i) {
       const float g = row[i * gs], u = row[i * gs + uoff];
       const float v = g / (1.f + std::exp(-g)) * u;
@@ -47,7 +57,8 @@ void route_tokens(const ModelConfig& c, const MoeWeights& w, const float* m, int
                   ThreadPool* pool, const Tap& tap) {
   const int64_t E = c.n_routed, S = c.n_shared, k = c.top_k;
   matmul(m, T, c.hidden, w.router, s.router_logits.data(), E + S, pool);
-  RouteParams p{c.n_routed, c.n_shared, c.top_k, float(c.route_scale), w.router_scale};
+  RouteParams p{c.n_routed,           c.n_shared,     c.top_k,
+                float(c.route_scale), w.router_scale, c.family == Family::kInkling2};
   for (int64_t t = 0; t < T; ++t)
     route(s.router_logits.data() + t * (E + S), w.router_bias.data(), p, s.route_idx.data() + t * k,
           s.route_w.data() + t * k, s.route_gamma.data() + t * S);

@@ -10,13 +10,13 @@
 
 #include "inkling/numerics.h"
 #include "model/config.h"
+#include "model/inkling2/weights.h"
 #include "model/layouts.h"
+#include "model/moe_weights.h"
 #include "model/quant_config.h"
 #include "ops/weight_view.h"
 
 namespace inkling {
-
-class ExpertExecutor;
 
 struct AttentionWeights {
   MatView q, k, v, r, o;        // [nH*hd, H], [nKV*hd, H] x2, [nH*d_rel, H], [H, nH*hd]
@@ -25,22 +25,6 @@ struct AttentionWeights {
   std::vector<float> k_conv;    // [nKV*hd, K]
   std::vector<float> v_conv;    // [nKV*hd, K]
   std::vector<float> rel_proj;  // [d_rel, R]
-};
-
-struct SwiGluWeights {
-  MatView gate, up, down;  // [W, H], [W, H], [H, W]
-};
-
-struct MoeWeights {
-  MatView router;                     // [E+S, H]: routed rows, then the shared "sink" rows
-  std::vector<float> router_bias;     // [E] e_score_correction_bias (selection only)
-  float router_scale = 1;             // router global_scale
-  std::vector<SwiGluWeights> routed;  // E experts, width I
-  std::vector<SwiGluWeights> shared;  // S experts, width I
-  // Where the routed experts run: null = here; else an expert-parallel executor (src/dist), set
-  // by Engine::load from EngineOptions, with `layer` the trunk layer index it sends along.
-  ExpertExecutor* executor = nullptr;
-  int layer = -1;
 };
 
 struct LayerWeights {
@@ -67,6 +51,7 @@ struct Weights {
   std::vector<float> final_norm;  // [H]
   std::vector<LayerWeights> layers;
   std::vector<MtpDepthWeights> mtp;  // empty when the checkpoint has no MTP tensors
+  Inkling2Weights v2;                // family kInkling2: its layers (`layers` stays empty)
   std::vector<std::string> unused;   // canonical tensors nothing bound
   // Storage of the bound matrices by format ("BF16", "affine q4/g64", "nvfp4"): checkpoint
   // tensors (codes + sidecars counted once) and their bytes in the mapping.
@@ -110,6 +95,7 @@ void for_each_matrix(W& w, F&& f) {
   };
   for (size_t i = 0; i < w.layers.size(); ++i)
     layer("model.layers." + std::to_string(i) + ".", w.layers[i], false);
+  for_each_inkling2_matrix(w.v2, one);
   // MTP depths: one group "mtp" (canonical names "mtp.<d>.", model/layouts.h).
   for (size_t d = 0; d < w.mtp.size(); ++d) {
     const std::string p = "mtp." + std::to_string(d) + ".";

@@ -157,7 +157,7 @@ void AttendItem(const float* q, const float* r, int64_t i0, int64_t i1, int64_t 
   sc.m.assign(size_t(Mp), -INFINITY);
   sc.l.assign(size_t(Mp), 0.f);
   sc.lrow.resize(size_t(R));
-  const float inv_hd = 1.f / float(hd);
+  const float inv_hd = s.score_scale();
 
   // Per query head: tau- and 1/hd-scaled q, and the bias/mask table (tau folded in).
   for (int64_t mi = 0; mi < M; ++mi) {
@@ -224,7 +224,9 @@ void AttendItem(const float* q, const float* r, int64_t i0, int64_t i1, int64_t 
   }
   for (int64_t mi = 0; mi < M; ++mi) {
     const int64_t i = i0 + mi / G, h = g * G + mi % G;
-    const float inv = 1.f / sc.l[size_t(mi)];
+    // A sink logit z0 adds exp(z0 - m) to the denominator (m: this row's running max).
+    const float sink = s.sinks ? std::exp(s.sinks[i * nh + h] - sc.m[size_t(mi)]) : 0.f;
+    const float inv = 1.f / (sc.l[size_t(mi)] + sink);
     float* oh = out + i * nh * hd + h * hd;
     for (int64_t c = 0; c < hd; ++c) oh[c] = sc.o[size_t(mi * hd + c)] * inv;
   }
@@ -309,7 +311,7 @@ void DecodeItem(const float* q, const float* r, int64_t T, int64_t pos0, const K
   float *sq = scratch, *sL = sq + rows * hd, *sz = sL + rows * R;  // sz: [rows][kDecBk] scores
   // The bias band of query t is [t - R + 1, t]; only items reaching the band build the table.
   const bool bias = k1 - 1 >= pos0 - R + 1;
-  const float inv_hd = 1.f / float(hd);
+  const float inv_hd = s.score_scale();
   const int64_t h0 = g0 * G, h1 = g1 * G;
   for (int64_t i = 0; i < T; ++i)
     for (int64_t h = h0; h < h1; ++h) {
@@ -515,7 +517,7 @@ void attention_decode(const float* q, const float* r, int64_t T, int64_t pos0, c
       const float* a = part + 2 * rows + mi * hd;
       for (int64_t c = 0; c < hd; ++c) oh[c] += a[c] * w;
     }
-    const float inv = 1.f / l;
+    const float inv = 1.f / (l + (s.sinks ? std::exp(s.sinks[mi] - m) : 0.f));
     for (int64_t c = 0; c < hd; ++c) oh[c] *= inv;
   }
 }

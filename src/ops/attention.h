@@ -2,7 +2,8 @@
 // keys/values (which already include the chunk's own keys). No RoPE: a banded, data-dependent
 // relative bias b(t,s) = sum_m r_t[m] P[m, t-s] for 0 <= t-s < R (0 beyond R), a sliding window
 // (t-s < W keys including self) on sliding layers, and a log-position temperature tau on global
-// layers: z = (tau*q).k / head_dim + tau*b; softmax in f32; o = sum p v.
+// layers: z = (tau*q).k / head_dim + tau*b; softmax in f32 (with an optional sink logit);
+// o = sum p v.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,13 @@ struct AttentionShape {
   int window = 0;        // W on sliding layers, 0 on global layers
   double log_floor = 0;  // tau's n_floor; <= 0 disables tau
   double log_alpha = 0;  // tau's alpha
+  // Score scale: 0 = 1/head_dim (Inkling, whose q and k are RMS-normalised); Inkling 2 gives
+  // head_dim^-0.5.
+  float scale = 0;
+  // Optional [T, n_heads] per-query sink logits (Inkling 2): one more logit in every softmax with
+  // a zero value, so it only absorbs probability mass. Null: no sink.
+  const float* sinks = nullptr;
+  float score_scale() const { return scale > 0 ? scale : 1.f / float(head_dim); }
 };
 
 // Element type of cached keys and values. F32 is exact; BF16 halves the cache (and the bytes a

@@ -30,6 +30,12 @@ void route(const float* logits, const float* bias, const RouteParams& p, int32_t
   for (int j = 0; j < k; ++j) idx[j] = score[size_t(j)].second;
   std::sort(idx, idx + k);
 
+  if (p.sum_normalize) {
+    float sum = 0.f;
+    for (int j = 0; j < k; ++j) sum += (weight[j] = sigmoid(logits[idx[j]]));
+    for (int j = 0; j < k; ++j) weight[j] = weight[j] / (sum + 1e-20f) * p.route_scale;
+    return;
+  }
   // log-sigmoid softmax over the k routed and S shared raw logits. The log-sigmoids are staged
   // in the outputs themselves (weight[k], then gamma[S]), so no buffer of the kernel's own bounds
   // k + S: any validated config fits, and the hot path stays allocation-free.

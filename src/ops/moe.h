@@ -13,6 +13,9 @@ struct RouteParams {
   int top_k = 0;           // k
   float route_scale = 1;   // route_scale
   float global_scale = 1;  // router global_scale
+  // Inkling 2: the weights are the k chosen sigmoid scores over their sum (+ 1e-20), times
+  // route_scale (no shared experts, no log-sigmoid softmax).
+  bool sum_normalize = false;
 };
 
 // logits: [E+S]; bias: [E]. Writes idx[k] (ascending expert id), weight[k] (matching idx)

@@ -1,6 +1,7 @@
 // RMSNorm kernel. Matches torch's fp32 path: mean of squares, rsqrt(var + eps), x * r, then * w.
 #include "ops/norm.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace inkling {
@@ -18,7 +19,27 @@ void rms_norm_rows(const float* x, const float* w, int64_t n_rows, int64_t n, do
     for (int l = 0; l < 8; ++l) ss += acc[l];
     for (; c < n; ++c) ss += double(xi[c]) * xi[c];
     const float r = float(1.0 / std::sqrt(ss / double(n) + eps));
-    for (int64_t j = 0; j < n; ++j) oi[j] = (xi[j] * r) * w[j];
+    if (w)
+      for (int64_t j = 0; j < n; ++j) oi[j] = (xi[j] * r) * w[j];
+    else
+      for (int64_t j = 0; j < n; ++j) oi[j] = xi[j] * r;
+  }
+}
+
+void l2_clip_rows(const float* x, const float* scale, int64_t scale_rows, int64_t n_rows, int64_t n,
+                  float threshold, float* out) {
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const float* xi = x + i * n;
+    const float* si = scale ? scale + (i % scale_rows) * n : nullptr;
+    float* oi = out + i * n;
+    double ss = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = si ? xi[j] * si[j] : xi[j];
+      oi[j] = v;
+      ss += double(v) * v;
+    }
+    const float f = std::min(threshold / (float(std::sqrt(ss)) + 1e-6f), 1.f);
+    for (int64_t j = 0; j < n; ++j) oi[j] *= f;
   }
 }
 

@@ -78,7 +78,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
                                            ParityCase{"hfspell", "hf"}, ParityCase{"hfspell", "og"},
                                            ParityCase{"bf16", "hf"}, ParityCase{"bf16", "og"},
                                            ParityCase{"defaults", "hf"},
-                                           ParityCase{"defaults", "og"}),
+                                           ParityCase{"defaults", "og"},
+                                           ParityCase{"inkling2", "hf"},
+                                           ParityCase{"inkling2_loop", "hf"}),
                          case_name);
 
 }  // namespace

@@ -58,10 +58,12 @@ void attention(const float* q, const float* r, int64_t T, int64_t pos0, const Kv
         for (int64_t c = 0; c < hd; ++c) dot += double(qh[c] * tau) * kv.key_at(src, koff + c);
         if (dist < R)
           for (int64_t m = 0; m < d; ++m) bias += double(rh[m]) * P[m * R + dist];
-        z[size_t(src - lo)] = dot / double(hd) + bias * tau;
+        z[size_t(src - lo)] = dot * double(s.score_scale()) + bias * tau;
         mx = std::max(mx, z[size_t(src - lo)]);
       }
-      double sum = 0;
+      const double sink = s.sinks ? double(s.sinks[i * nh + h]) : -INFINITY;
+      mx = std::max(mx, sink);
+      double sum = std::exp(sink - mx);
       for (double& v : z) sum += (v = std::exp(v - mx));
       float* oh = out + i * nh * hd + h * hd;
       for (int64_t c = 0; c < hd; ++c) {
