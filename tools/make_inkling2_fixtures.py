@@ -10,7 +10,10 @@ prompt passes, L2-clip thresholds and softcaps small enough to bind.  Every para
 re-randomised (the reference initialises the attention-residual queries and dynamic conv taps to
 zero, which would hide orientation bugs).  Written per fixture:
 
-    tests/fixtures/<name>/hf/{config.json, model.safetensors}   transformers layout (save_pretrained)
+    tests/fixtures/<name>/hf/{config.json, model.safetensors}   save_pretrained: the original key names
+                                                                (model.llm.*, interleaved w13, padded unembed)
+    tests/fixtures/<name>/tf/{config.json, model.safetensors}   transformers' in-memory names (model.*,
+                                                                gate_up_proj halves, unpadded lm_head)
     tests/fixtures/<name>/ref/prompt.json                       {"prompt_ids": [...]}
     tests/fixtures/<name>/ref/logits.npy                        f32 [T, unpadded_vocab], teacher forced
     tests/fixtures/<name>/ref/greedy.json                       greedy ids with the cache
@@ -34,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import save_file
 
 import transformers
 from transformers import Inkling2ForCausalLM, Inkling2LoopForCausalLM
@@ -218,6 +222,10 @@ def make(name: str) -> None:
         (out / "hf").mkdir()
         for f in ("config.json", "model.safetensors"):
             shutil.copy(Path(tmp) / f, out / "hf" / f)
+    (out / "tf").mkdir()
+    shutil.copy(out / "hf" / "config.json", out / "tf" / "config.json")
+    sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    save_file(sd, str(out / "tf" / "model.safetensors"), metadata={"format": "pt"})
     # The reloaded model must give the same logits (the saved layout is what the tests read).
     cls = Inkling2ForCausalLM if spec["cls"] == "inkling2" else Inkling2LoopForCausalLM
     re = cls.from_pretrained(out / "hf", dtype=torch.float32, attn_implementation="eager").eval()

@@ -39,6 +39,10 @@ Result<std::unique_ptr<Source>> Source::open(const std::string& dir, bool bind_m
   if (!text.ok()) return text.status().with_context("[quantize] ");
   s->config_text = std::move(text).value();
   INK_ASSIGN_OR_RETURN(s->config, load_config(dir));
+  if (s->config.family != Family::kInkling)
+    return Status::error("[quantize] " + dir + ": quantizing " + family_name(s->config.family) +
+                         " checkpoints is not supported yet (Inkling v1 only); run it as " +
+                         "released (bf16 / f32)");
   auto store = TensorStore::open_dir(dir);
   if (!store.ok()) return store.status().with_context("[load] ");
   s->store = std::move(store).value();

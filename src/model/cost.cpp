@@ -23,6 +23,8 @@ LayerDims dims(const ModelConfig& c, const LayerSpec& l) {
   d.kvw = double(l.n_kv_heads) * l.head_dim;
   const double qw = d.nh * d.hd, rw = d.nh * c.d_rel;
   d.attn_mac = H * (qw + 2 * d.kvw + rw) + qw * H;
+  if (c.family == Family::kInkling2)  // sink logits, the output gate, full layers' dynamic taps
+    d.attn_mac += H * (d.nh + qw) + (l.sliding ? 0.0 : 2.0 * l.n_kv_heads * c.conv_k * H);
   return d;
 }
 
@@ -46,7 +48,7 @@ double small_layer_bytes(const ModelConfig& c, const LayerSpec& l, const LayerDi
 TokenCost decode_cost(const ModelConfig& c, const WeightBytes& wb, int64_t context) {
   TokenCost t;
   const double H = c.hidden;
-  for (const LayerSpec& l : c.layers) {
+  for (const LayerSpec& l : c.cache_slots()) {  // every layer visit (Inkling 2 Mini: 48)
     const LayerDims d = dims(c, l);
     t.attn_weight_bytes += d.attn_mac * wb.attention;
     if (l.dense) {
@@ -68,7 +70,7 @@ TokenCost decode_cost(const ModelConfig& c, const WeightBytes& wb, int64_t conte
 TokenCost prefill_cost(const ModelConfig& c, int64_t prompt) {
   TokenCost t;
   const double H = c.hidden, L = double(std::max<int64_t>(prompt, 1));
-  for (const LayerSpec& l : c.layers) {
+  for (const LayerSpec& l : c.cache_slots()) {
     const LayerDims d = dims(c, l);
     double mac = d.attn_mac;
     if (l.dense)

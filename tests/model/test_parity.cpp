@@ -73,15 +73,15 @@ TEST_P(Parity, TeacherForcedLogitsFast) {
             (f32 ? 1e-4 : testing::fast_parity_bar(dir_, testing::kFastParityBar)) * r.max_ref);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
-                         ::testing::Values(ParityCase{"full", "hf"}, ParityCase{"full", "og"},
-                                           ParityCase{"hfspell", "hf"}, ParityCase{"hfspell", "og"},
-                                           ParityCase{"bf16", "hf"}, ParityCase{"bf16", "og"},
-                                           ParityCase{"defaults", "hf"},
-                                           ParityCase{"defaults", "og"},
-                                           ParityCase{"inkling2", "hf"},
-                                           ParityCase{"inkling2_loop", "hf"}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Parity,
+    ::testing::Values(ParityCase{"full", "hf"}, ParityCase{"full", "og"},
+                      ParityCase{"hfspell", "hf"}, ParityCase{"hfspell", "og"},
+                      ParityCase{"bf16", "hf"}, ParityCase{"bf16", "og"},
+                      ParityCase{"defaults", "hf"}, ParityCase{"defaults", "og"},
+                      ParityCase{"inkling2", "hf"}, ParityCase{"inkling2", "tf"},
+                      ParityCase{"inkling2_loop", "hf"}, ParityCase{"inkling2_loop", "tf"}),
+    case_name);
 
 }  // namespace
 }  // namespace inkling

@@ -1,7 +1,7 @@
 // The blocked (flash-style, GQA-grouped) attention kernel against ref::attention on random data:
 // prefill chunks that straddle key blocks, decode far beyond R and W, rings, tau > 1, odd dims;
 // chunks of <= 4 queries exercise the decode path (split-K over key ranges, merged partials);
-// every case with an f32 and a bf16 cache.
+// every case with an f32 and a bf16 cache; Inkling 2 cases add sink logits and its score scale.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +23,7 @@ struct Case {
   int64_t T, pos0;
   double floor;  // tau's n_floor (0 = off)
   bool ring;
+  bool sinks = false;  // Inkling 2: per-query sink logits and a head_dim^-0.5 score scale
 };
 
 class BlockedAttention : public ::testing::TestWithParam<Case> {};
@@ -37,6 +38,8 @@ TEST_P(BlockedAttention, MatchesReference) {
   const auto q = randn(size_t(c.T * c.nh * c.hd), 1, 3.f), r = randn(size_t(c.T * c.nh * c.d), 2);
   const auto K = randn(size_t(S * row), 3, 3.f), V = randn(size_t(S * row), 4);
   const auto P = randn(size_t(c.d * c.R), 5, 0.7f);
+  const auto sinks = randn(size_t(c.T * c.nh), 6, 2.f);
+  if (c.sinks) s.sinks = sinks.data(), s.scale = float(1.0 / std::sqrt(double(c.hd)));
   KvView kv{K.data(), V.data(), 0, row, false};
   std::vector<float> rk, rv;
   if (c.ring) {  // ring of W-1+T rows, everything older is NaN (must never be read)
@@ -95,8 +98,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{8, 2, 128, 16, 96, 96, 4, 500, 0, true},       // 4 queries through a ring
         Case{6, 3, 12, 4, 12, 0, 3, 2100, 4, false},        // odd dims, 3 queries, tau, split
         Case{8, 2, 16, 4, 8, 8, 2, 3, 0, false},            // 2 queries, tiny window
-        Case{4, 1, 64, 16, 200, 0, 1, 0, 0, false}))        // first token
-;
+        Case{4, 1, 64, 16, 200, 0, 1, 0, 0, false},         // first token
+        // Inkling 2: sink logits and head_dim^-0.5, prefill and decode, rings and split-K
+        Case{8, 2, 16, 4, 8, 8, 19, 3, 0, false, true},
+        Case{6, 3, 12, 4, 12, 0, 33, 5, 4, false, true},
+        Case{8, 2, 128, 16, 96, 96, 37, 150, 0, true, true},
+        Case{8, 2, 128, 16, 1024, 0, 1, 5000, 900, false, true},
+        Case{4, 1, 64, 16, 200, 0, 1, 0, 0, false, true}));
 
 }  // namespace
 }  // namespace inkling
