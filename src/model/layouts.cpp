@@ -182,6 +182,8 @@ bool parse_sidecar(const std::string& n, std::string* base, Sidecar* kind) {
   return false;
 }
 
+}  // namespace
+
 // Splits dim -2 of `r` into two halves: interleaved rows (g0,u0,g1,u1,...) or contiguous halves.
 Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, TensorRef* second) {
   if (r.shape.size() < 2 || r.shape[r.shape.size() - 2] % 2 != 0)
@@ -203,8 +205,6 @@ Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, Tensor
   }
   return Status::success();
 }
-
-}  // namespace
 
 std::string sidecar_name(const std::string& weight, Sidecar kind) {
   static const char* kNames[] = {".scales", ".biases", ".scale2"};

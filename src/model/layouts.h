@@ -50,6 +50,10 @@ Result<TensorMap> sanitize_mtp(const TensorMap& in);
 
 std::string shape_str(const std::vector<int64_t>& s);
 
+// Splits dim -2 of a fused gate/up tensor `r` into two views: interleaved rows (g0,u0,g1,u1,...)
+// or contiguous halves. Errors name r's checkpoint tensor.
+Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, TensorRef* second);
+
 // Canonical names of a weight's quantization sidecars: MLX `scales` / `biases`, ModelOpt block
 // `scales` (checkpoint `.scale`) and per-tensor `scale2`. For "x.weight" they are "x.<kind>"
 // (MLX siblings); for a bare parameter such as "...mlp.experts.gate_proj" they are "<name>.<kind>".

@@ -95,26 +95,6 @@ bool quant_companion(const std::string& n) {
   return false;
 }
 
-// Splits dim -2 of a fused gate/up tensor into two views (interleaved rows or contiguous halves).
-Status split_rows(const TensorRef& r, bool interleaved, TensorRef* g, TensorRef* u) {
-  if (r.shape.size() != 3 || r.shape[1] % 2 != 0)
-    return Status::error("[load] " + r.origin +
-                         ": expected a fused gate/up tensor [E, 2I, H], got " +
-                         shape_str(r.origin_shape));
-  *g = r;
-  g->shape[1] /= 2;
-  g->derivation = interleaved ? Derivation::kInterleavedHalf : Derivation::kContiguousHalf;
-  *u = *g;
-  const size_t esz = dtype_size(r.dtype);
-  if (interleaved) {
-    g->strides[1] = u->strides[1] = r.strides[1] * 2;
-    u->data = r.data + size_t(r.strides[1]) * esz;
-  } else {
-    u->data = r.data + size_t(r.strides[1] * g->shape[1]) * esz;
-  }
-  return Status::success();
-}
-
 }  // namespace
 
 Result<TensorMap> sanitize_inkling2(const TensorMap& in, SanitizeReport* report) {
