@@ -351,4 +351,9 @@ class Binder {
   Status status_;
 };
 
+// The end of every family's binding: the binder's first error, else every matrix of `w` bound to
+// its kernels (one error naming a matrix no kernel runs), and the unused tensors and storage
+// totals recorded (model/weights.cpp).
+Status finish_binding(const Binder& b, Weights* w);
+
 }  // namespace inkling

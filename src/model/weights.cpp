@@ -126,18 +126,23 @@ Result<Weights> bind_weights(const ModelConfig& c, const TensorMap& tensors,
     w.layers.push_back(
         bind_layer(b, c, c.layers[size_t(i)], "model.layers." + std::to_string(i) + "."));
   bind_mtp(b, c, &w);
+  INK_RETURN_IF_ERROR(finish_binding(b, &w));
+  return w;
+}
+
+Status finish_binding(const Binder& b, Weights* w) {
   if (!b.status().ok()) return b.status();
   // Every matrix gets its kernels from the format registry now, once.
   std::string unbound;
-  for_each_matrix(w, [&](const char*, const std::string& name, MatView& v) {
+  for_each_matrix(*w, [&](const char*, const std::string& name, MatView& v) {
     if (unbound.empty() && !bind_kernels(v))
       unbound = "[load] " + name + ": no kernel runs storage " + format_label(v) + " with " +
                 std::to_string(v.cols) + " columns";
   });
   if (!unbound.empty()) return Status::error(unbound);
-  w.unused = b.unused();
-  w.storage = b.storage();
-  return w;
+  w->unused = b.unused();
+  w->storage = b.storage();
+  return Status::success();
 }
 
 void bind_numerics(Weights& w, Numerics n) {

@@ -110,16 +110,7 @@ Result<Weights> bind_inkling2(const ModelConfig& c, const TensorMap& tensors,
         bind_layer(b, c, i, c.v2.looped() && i >= c.v2.loop_start && i < c.v2.loop_end));
   if (c.v2.looped() && c.v2.loop_passes > 1 && b.status().ok())
     w.v2.message_query = message_queries(b, c);
-  if (!b.status().ok()) return b.status();
-  std::string unbound;
-  for_each_matrix(w, [&](const char*, const std::string& name, MatView& v) {
-    if (unbound.empty() && !bind_kernels(v))
-      unbound = "[load] " + name + ": no kernel runs storage " + format_label(v) + " with " +
-                std::to_string(v.cols) + " columns";
-  });
-  if (!unbound.empty()) return Status::error(unbound);
-  w.unused = b.unused();
-  w.storage = b.storage();
+  INK_RETURN_IF_ERROR(finish_binding(b, &w));
   return w;
 }
 
