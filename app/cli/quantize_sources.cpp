@@ -147,6 +147,7 @@ DType RowSource::natural_dtype() const {
     case WeightFormat::kAffine:
       return v.scale_dtype;
     case WeightFormat::kNvfp4:
+    case WeightFormat::kMxfp8:
       return DType::BF16;
   }
   return DType::BF16;

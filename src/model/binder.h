@@ -1,7 +1,7 @@
-// Binder: looks up canonical tensors, decides each matrix's storage (dense, MLX affine, NVFP4) from
-// its sidecars, shapes and the quantization config, checks dtype and shape and builds the views,
-// keeping the first error (named by the checkpoint's own tensor and shape). Shared by every model
-// family's weight binding (model/weights.cpp, model/inkling2/bind.cpp).
+// Binder: looks up canonical tensors, decides each matrix's storage (dense, MLX affine, NVFP4,
+// MXFP8) from its sidecars, shapes and the quantization config, checks dtype and shape and builds
+// the views, keeping the first error (named by the checkpoint's own tensor and shape). Shared by
+// every model family's weight binding (model/weights.cpp, model/inkling2/bind.cpp).
 #pragma once
 
 #include <map>
@@ -102,11 +102,16 @@ class Binder {
     const TensorRef* scales = find(sidecar_name(name, Sidecar::kScales));
     const TensorRef* biases = find(sidecar_name(name, Sidecar::kBiases));
     const TensorRef* scale2 = find(sidecar_name(name, Sidecar::kScale2));
+    const TensorRef* amax = find(sidecar_name(name, Sidecar::kAmax));
+    const TensorRef* denom = find(sidecar_name(name, Sidecar::kDenominator));
     const ModuleQuant mq = q_.lookup(module_of(r->origin));
+    if ((amax || denom) && !scales)
+      return failv("[load] " + (amax ? amax : denom)->origin +
+                   ": an NVFP4 companion without the block scales of " + r->origin);
     if (!scales) {
-      if (r->dtype == DType::U32 || r->dtype == DType::U8)
+      if (r->dtype == DType::U32 || r->dtype == DType::U8 || r->dtype == DType::F8_E4M3)
         return failv("[load] " + r->origin + ": dtype " + dtype_name(r->dtype) +
-                     " holds packed quantized codes, but there is no scales tensor (" +
+                     " holds quantized codes, but there is no scales tensor (" +
                      sidecar_name(r->origin, Sidecar::kScales) + ")");
       if (mq.stated && mq.quantized)
         return failv("[load] " + r->origin + ": " + mq.why +
@@ -122,11 +127,14 @@ class Binder {
     if (mq.stated && !mq.quantized)
       return failv("[load] " + r->origin + ": " + mq.why +
                    " says this module is not quantized, but it has quantization scales");
+    if (r->dtype == DType::F8_E4M3 && !biases && !amax && !denom && !scale2)
+      return mxfp8(*r, *scales, n, rows, cols);
     if (r->dtype != DType::U32 && r->dtype != DType::U8)
       return failv("[load] " + r->origin +
-                   ": quantized codes must be U32 (MLX) or U8 (NVFP4), got " +
+                   ": quantized codes must be U32 (MLX), U8 (NVFP4) or F8_E4M3 (MXFP8), got " +
                    dtype_name(r->dtype));
     if (biases) return affine(*r, *scales, *biases, mq, n, rows, cols);
+    if (amax || denom) return nvfp4_amax(*r, *scales, amax, denom, n, rows, cols);
     if (r->dtype == DType::U8 || mq.mode == QuantMode::kNvfp4)
       return nvfp4(*r, *scales, scale2, n, rows, cols);
     if (mq.mode == QuantMode::kMxfp4 || mq.mode == QuantMode::kOther)
@@ -304,8 +312,70 @@ class Binder {
     });
   }
 
+  // Values of a float tensor of 1 or n (> 0) elements ([], [1], [n] or [n, 1]) as n factors;
+  // empty after an error naming it.
+  std::vector<float> per_expert(const TensorRef& t, int64_t n, const char* what) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    const size_t ne = size_t(std::max<int64_t>(n, 1));
+    const bool shape_ok = t.shape.size() <= 2 && (t.shape.size() < 2 || t.shape[1] == 1) &&
+                          (numel == 1 || numel == int64_t(ne));
+    if (!shape_ok || !float_type(t.dtype)) {
+      fail("[load] " + t.origin + ": expected a float " + what + " of " +
+           (n > 0 ? "[" + std::to_string(n) + "] or " : std::string()) + "[] elements, got " +
+           shape_str(t.origin_shape) + " " + dtype_name(t.dtype));
+      return {};
+    }
+    std::vector<float> out(ne);
+    for (size_t e = 0; e < ne; ++e)
+      out[e] = load_as_f32(t.dtype, t.data,
+                           numel == 1 ? 0 : e * size_t(t.strides.empty() ? 1 : t.strides[0]));
+    return out;
+  }
+
+  // Inkling 2's NVFP4 experts: ModelOpt's blocks with scale2 = amax[e] / outer_scale_denominator
+  // (transformers' Inkling2LoopDequantizeExperts: both as f32, one division).
+  std::vector<MatView> nvfp4_amax(const TensorRef& r, const TensorRef& s, const TensorRef* amax,
+                                  const TensorRef* denom, int64_t n, int64_t rows, int64_t cols) {
+    if (!amax || !denom)
+      return failv("[load] " + r.origin + ": NVFP4 experts need both " +
+                   sidecar_name(r.origin, Sidecar::kAmax) + " and " +
+                   sidecar_name(r.origin, Sidecar::kDenominator) + " (found only " +
+                   (amax ? amax : denom)->origin + ")");
+    if (r.dtype != DType::U8)
+      return failv("[load] " + r.origin + ": NVFP4 codes must be U8, got " + dtype_name(r.dtype));
+    const std::vector<float> a = per_expert(*amax, n, "amax");
+    const std::vector<float> d = per_expert(*denom, n, "outer_scale_denominator");
+    if (a.empty() || d.empty()) return {};
+    std::vector<MatView> v = nvfp4(r, s, nullptr, n, rows, cols, /*need_scale2=*/false);
+    for (size_t e = 0; e < v.size(); ++e) v[e].scale2 = a[e] / d[e];
+    count("nvfp4", {amax, denom});
+    return v;
+  }
+
+  // MXFP8: E4M3 values [.., rows, cols], U8 (E8M0) exponents [.., rows, cols / 32].
+  std::vector<MatView> mxfp8(const TensorRef& r, const TensorRef& s, int64_t n, int64_t rows,
+                             int64_t cols) {
+    if (cols % 32 != 0)
+      return failv("[load] " + r.origin + ": MXFP8 block size 32 does not divide the row length " +
+                   std::to_string(cols));
+    if (!check_shape(r, with_lead(n, {rows, cols})) || !contiguous_cols(r)) return {};
+    if (s.dtype != DType::U8)
+      return failv("[load] " + s.origin + ": MXFP8 block scales must be U8 (E8M0), got " +
+                   dtype_name(s.dtype));
+    if (!check_shape(s, with_lead(n, {rows, cols / 32})) || !contiguous_cols(s)) return {};
+    count("mxfp8", {&r, &s});
+    return views(r, &s, nullptr, n, [&](MatView v, int64_t) {
+      v.format = WeightFormat::kMxfp8;
+      v.cols = cols;
+      v.bits = 8;
+      v.group = 32;
+      return v;
+    });
+  }
+
   std::vector<MatView> nvfp4(const TensorRef& r, const TensorRef& s, const TensorRef* s2, int64_t n,
-                             int64_t rows, int64_t cols) {
+                             int64_t rows, int64_t cols, bool need_scale2 = true) {
     const std::string& o = r.origin;
     if (cols % 16 != 0)
       return failv("[load] " + o + ": NVFP4 block size 16 does not divide the row length " +
@@ -318,7 +388,7 @@ class Binder {
     if (!check_shape(s, with_lead(n, {rows, cols / 16})) || !contiguous_cols(s)) return {};
     // ModelOpt (U8 codes) always ships the per-tensor scale2; MLX nvfp4 (U32) may omit it.
     std::vector<float> scale2(size_t(std::max<int64_t>(n, 1)), 1.f);
-    if (!s2 && r.dtype == DType::U8)
+    if (!s2 && r.dtype == DType::U8 && need_scale2)
       return failv("[load] " + o +
                    ".scale2: missing (an NVFP4 weight needs its per-tensor scale2)");
     if (s2) {

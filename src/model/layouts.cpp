@@ -207,7 +207,8 @@ Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, Tensor
 }
 
 std::string sidecar_name(const std::string& weight, Sidecar kind) {
-  static const char* kNames[] = {".scales", ".biases", ".scale2"};
+  static const char* kNames[] = {".scales", ".biases", ".scale2", ".amax",
+                                 ".outer_scale_denominator"};
   const std::string stem =
       ends_with(weight, ".weight") ? weight.substr(0, weight.size() - 7) : weight;
   return stem + kNames[size_t(kind)];

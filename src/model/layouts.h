@@ -55,9 +55,10 @@ std::string shape_str(const std::vector<int64_t>& s);
 Status split_rows(const TensorRef& r, bool interleaved, TensorRef* first, TensorRef* second);
 
 // Canonical names of a weight's quantization sidecars: MLX `scales` / `biases`, ModelOpt block
-// `scales` (checkpoint `.scale`) and per-tensor `scale2`. For "x.weight" they are "x.<kind>"
+// `scales` (checkpoint `.scale`) and per-tensor `scale2`, Inkling 2's NVFP4 per-expert `amax` and
+// `outer_scale_denominator` (scale2 = amax / denominator). For "x.weight" they are "x.<kind>"
 // (MLX siblings); for a bare parameter such as "...mlp.experts.gate_proj" they are "<name>.<kind>".
-enum class Sidecar : uint8_t { kScales, kBiases, kScale2 };
+enum class Sidecar : uint8_t { kScales, kBiases, kScale2, kAmax, kDenominator };
 std::string sidecar_name(const std::string& weight, Sidecar kind);
 
 }  // namespace inkling

@@ -26,6 +26,10 @@ const char* quant_mode_name(QuantMode m) {
       return "nvfp4";
     case QuantMode::kMxfp4:
       return "mxfp4";
+    case QuantMode::kMxfp8:
+      return "mxfp8";
+    case QuantMode::kMixed:
+      return "mixed";
     case QuantMode::kOther:
       return "other";
   }
@@ -81,23 +85,9 @@ Status parse_mlx(const json& q, const std::string& file, const std::string& wher
   return Status::success();
 }
 
-// ModelOpt: {quant_algo: "NVFP4", group_size: 16, exclude_modules: [...]} (hf_quant_config.json's
-// "quantization" object, or an HF quantization_config with quant_method "modelopt").
-Status parse_modelopt(const json& q, const std::string& file, const std::string& where,
-                      QuantConfig* out) {
-  const auto algo = q.find("quant_algo");
-  if (algo == q.end() || !algo->is_string())
-    return bad(file, where + ".quant_algo is missing (expected \"NVFP4\")");
-  if (algo->get<std::string>() != "NVFP4")
-    return bad(file, where + ".quant_algo " + algo->dump() +
-                         " is not supported (only NVFP4 ModelOpt checkpoints load)");
-  out->mode = QuantMode::kNvfp4;
-  out->bits = 4;
-  out->group = 16;
-  INK_RETURN_IF_ERROR(read_int(q, "group_size", &out->group, file, where));
-  if (out->group != 16)
-    return bad(file, where + ".group_size " + std::to_string(out->group) +
-                         " is not supported (NVFP4 uses 16)");
+// The modules a quantization config leaves unquantized, and where the config came from.
+Status read_excludes(const json& q, const std::string& file, const std::string& where,
+                     QuantConfig* out) {
   for (const char* key : {"exclude_modules", "ignore", "modules_to_not_convert"}) {
     auto it = q.find(key);
     if (it == q.end() || !it->is_array()) continue;
@@ -108,6 +98,31 @@ Status parse_modelopt(const json& q, const std::string& file, const std::string&
   return Status::success();
 }
 
+// ModelOpt: {quant_algo: "NVFP4", group_size: 16, exclude_modules: [...]} (hf_quant_config.json's
+// "quantization" object, or an HF quantization_config with quant_method "modelopt").
+Status parse_modelopt(const json& q, const std::string& file, const std::string& where,
+                      QuantConfig* out) {
+  const auto algo = q.find("quant_algo");
+  if (algo == q.end() || !algo->is_string())
+    return bad(file, where + ".quant_algo is missing (expected \"NVFP4\")");
+  const std::string a = algo->get<std::string>();
+  if (a == "MXFP8" || a == "MIXED_PRECISION") {  // the companion tensors decide per matrix
+    out->mode = a == "MXFP8" ? QuantMode::kMxfp8 : QuantMode::kMixed;
+    return read_excludes(q, file, where, out);
+  }
+  if (a != "NVFP4")
+    return bad(file, where + ".quant_algo " + algo->dump() +
+                         " is not supported (ModelOpt NVFP4, MXFP8 or MIXED_PRECISION load)");
+  out->mode = QuantMode::kNvfp4;
+  out->bits = 4;
+  out->group = 16;
+  INK_RETURN_IF_ERROR(read_int(q, "group_size", &out->group, file, where));
+  if (out->group != 16)
+    return bad(file, where + ".group_size " + std::to_string(out->group) +
+                         " is not supported (NVFP4 uses 16)");
+  return read_excludes(q, file, where, out);
+}
+
 // A dict found in config.json: MLX unless it names a ModelOpt quant_method.
 Status parse_config_dict(const json& q, const std::string& file, const std::string& where,
                          QuantConfig* out) {
@@ -115,6 +130,11 @@ Status parse_config_dict(const json& q, const std::string& file, const std::stri
   if (auto m = q.find("quant_method"); m != q.end() && m->is_string()) {
     const std::string method = m->get<std::string>();
     if (method == "modelopt") return parse_modelopt(q, file, where, out);
+    // transformers' MXFP8 / fine-grained FP8 (Inkling 2 Small): F8_E4M3 values with E8M0 scales.
+    if (method == "mxfp8" || method == "fp8") {
+      out->mode = QuantMode::kMxfp8;
+      return read_excludes(q, file, where, out);
+    }
     if (method != "mlx")
       return bad(file, where + ".quant_method \"" + method + "\" is not supported");
   }

@@ -12,7 +12,10 @@
 
 namespace inkling {
 
-enum class QuantMode : uint8_t { kNone, kAffine, kNvfp4, kMxfp4, kOther };
+// kMxfp8: an HF `mxfp8` / `fp8` quantization_config or ModelOpt MXFP8; kMixed: ModelOpt
+// MIXED_PRECISION (Inkling 2 Mini's NVFP4 + MXFP8 experts). For both the companion tensors
+// decide each matrix's format.
+enum class QuantMode : uint8_t { kNone, kAffine, kNvfp4, kMxfp4, kMxfp8, kMixed, kOther };
 
 const char* quant_mode_name(QuantMode m);
 

@@ -122,6 +122,9 @@ std::string affine_label(const MatView& w) {
 std::string nvfp4_label(const MatView&) {
   return "nvfp4";
 }
+std::string mxfp8_label(const MatView&) {
+  return "mxfp8";
+}
 
 bool groups_fit(const MatView& w) {
   return w.group > 0 && w.cols % w.group == 0;
@@ -133,6 +136,9 @@ bool is_affine(const MatView& w) {
 }
 bool is_nvfp4(const MatView& w) {
   return w.format == WeightFormat::kNvfp4;
+}
+bool is_mxfp8(const MatView& w) {
+  return w.format == WeightFormat::kMxfp8;
 }
 
 // [bf16 dot][gemm q4]
@@ -232,6 +238,16 @@ const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
   return &kNvfp4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
 
+// MXFP8 (Inkling 2's experts): the Highway kernel for 1..16 tokens (x exact in f32 against the
+// E4M3 values, also in fast mode for now), the gemm on tiles dequantized once for 17+.
+constexpr Kernel kHwyGemmMxfp8{"hwy gemm mxfp8", hwy_gemm_rows};
+constexpr KernelSet kMxfp8[2] = {{{kHwyQuant, kHwyQuant, kHwyQuant}, mxfp8_dequant_row},
+                                 {{kHwyQuant, kHwyQuant, kHwyGemmMxfp8}, mxfp8_dequant_row}};
+const KernelSet* select_mxfp8(const MatView& w, KernelMode) {
+  if (w.group != 32 || w.cols % 32 != 0 || w.scale_dtype != DType::U8) return nullptr;
+  return &kMxfp8[hwy_gemm_mxfp8_supported(w)];
+}
+
 const FormatEntry kFormats[] = {
     {"F32", WeightFormat::kDense, is_dense<DType::F32>, dense_bytes, dense_label, select_dense_hwy},
     {"BF16", WeightFormat::kDense, is_dense<DType::BF16>, dense_bytes, dense_label,
@@ -251,6 +267,7 @@ const FormatEntry kFormats[] = {
     {"affine q6", WeightFormat::kAffine, is_affine<6>, quant_bytes, affine_label,
      select_affine_words},
     {"nvfp4", WeightFormat::kNvfp4, is_nvfp4, quant_bytes, nvfp4_label, select_nvfp4},
+    {"mxfp8", WeightFormat::kMxfp8, is_mxfp8, quant_bytes, mxfp8_label, select_mxfp8},
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The weight-format registry: one entry per storage format (dense F32/BF16/F16, MLX affine by
-// bit width, NVFP4) with its name, its bytes per element and its kernels per shape class. The
-// kernels for a weight are chosen once, when the weight is bound (bind_kernels), from the format,
-// its parameters and what this CPU can run; matmul() then calls the bound kernel directly.
+// bit width, NVFP4, MXFP8) with its name, its bytes per element and its kernels per shape class.
+// The kernels for a weight are chosen once, when the weight is bound (bind_kernels), from the
+// format, its parameters and what this CPU can run; matmul() then calls the bound kernel directly.
 //
 // Adding a format: a WeightFormat family (ops/weight_view.h) if it is a new kind of storage, its
 // kernel file(s) with a scalar twin, and one entry in formats.cpp. Nothing in src/model changes.
@@ -67,7 +67,7 @@ constexpr KernelMode kernel_mode(Numerics n) {
 }
 
 struct FormatEntry {
-  const char* name;  // "F32", "BF16", "F16", "affine q4", "affine q8", "nvfp4"
+  const char* name;  // "F32", "BF16", "F16", "affine q4", "affine q8", "nvfp4", "mxfp8"
   WeightFormat family;
   // True when this entry describes the view (family and dtype or bit width).
   bool (*matches)(const MatView& w);

@@ -14,9 +14,11 @@
 
 #include "ops/affine_words-inl.h"
 #include "ops/e2m1-inl.h"
+#include "ops/e4m3-inl.h"
 
 #include "base/aligned_scratch.h"
 #include "ops/affine_words.h"
+#include "ops/quant.h"
 #include "ops/tuning.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -485,6 +487,37 @@ struct Affine4Tiles {
   }
 };
 
+// MXFP8 rows (E4M3 bytes, a power-of-two E8M0 factor per 32 columns) dequantized once per tile in
+// natural column order: each value is e4m3 * 2^(e - 127) as dequant_row() gives it (exact products
+// of powers of two). Needs cols % 32 == 0 (the tile width 256 is a multiple of every block).
+struct Mxfp8Tiles {
+  const inkling::MatView* w;
+  int64_t step() const { return kKc; }
+  int64_t col(int64_t k) const { return k; }
+  const uint8_t* run(int64_t r, int64_t k0) const { return w->row(r) + k0; }
+  int64_t run_bytes(int64_t kc) const { return kc; }
+  const float* tile(DF df, int64_t r, int nr, int64_t k0, int64_t kc, float* buf,
+                    int64_t* ldw) const {
+    const int64_t N = int64_t(hn::Lanes(df));
+    for (int i = 0; i < nr; ++i) {
+      const uint8_t* codes = w->row(r + i);
+      const uint8_t* srow = w->scales + size_t((r + i) * w->scale_stride);
+      float* dst = buf + i * kc;
+      for (int64_t b = k0; b < k0 + kc; b += 32) {
+        float f1, f2;
+        mxfp8_block_factor(srow[b / 32], &f1, &f2);
+        const VF v1 = hn::Set(df, f1), v2 = hn::Set(df, f2);
+        for (int64_t c = b; c < b + 32; c += N) {
+          const VF q = hn::Mul(E4m3Over256(df, codes + c), v1);
+          hn::StoreU(f2 == 1.f ? q : hn::Mul(q, v2), df, dst + (c - k0));
+        }
+      }
+    }
+    *ldw = kc;
+    return buf;
+  }
+};
+
 // MLX affine rows of any other width (1, 2, 3, 5, 6, 8 bits) dequantized once per tile, s * q + b
 // rounded as dequant_row() rounds it, in the word-lane layout of ops/affine_words.h with vectors
 // of up to 8 lanes: each 256 columns (8 chunks of 32) become 8 * bits * steps packed columns, the
@@ -634,7 +667,9 @@ void GemmRows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int6
         return GemmT(x, n_tok, ldx, AffineWordTiles<8>{&w, &L}, K, r0, r1, y, ldy);
     }
   }
-  if (w.format != inkling::WeightFormat::kDense) {
+  if (w.format == inkling::WeightFormat::kMxfp8) {
+    GemmT(x, n_tok, ldx, Mxfp8Tiles{&w}, w.cols, r0, r1, y, ldy);
+  } else if (w.format != inkling::WeightFormat::kDense) {
     const Affine4Tiles src{&w, int64_t(hn::Lanes(DF()))};
     GemmT(x, n_tok, ldx, src, w.cols, r0, r1, y, ldy);
   } else if (w.dtype == DType::BF16) {
@@ -673,6 +708,11 @@ bool hwy_gemm_affine_supported(const MatView& w) {
          (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0;
 }
 
+bool hwy_gemm_mxfp8_supported(const MatView& w) {
+  return w.format == WeightFormat::kMxfp8 && w.group == 32 && w.cols % 32 == 0 &&
+         kGemmTileColumns % 32 == 0;
+}
+
 bool hwy_gemm_q4_supported(const MatView& w) {
   const int64_t block = int64_t(HWY_DYNAMIC_DISPATCH(GemmColumnBlock)());
   const bool affine4 = w.format == WeightFormat::kAffine && w.bits == 4 && w.group % 8 == 0;
@@ -688,7 +728,7 @@ void hwy_matvec_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
 void hwy_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                    int64_t r1, float* y, int64_t ldy) {
   INK_CHECK(w.format == WeightFormat::kDense || hwy_gemm_q4_supported(w) ||
-            hwy_gemm_affine_supported(w));
+            hwy_gemm_affine_supported(w) || hwy_gemm_mxfp8_supported(w));
   HWY_DYNAMIC_DISPATCH(GemmRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 

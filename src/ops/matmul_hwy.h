@@ -25,6 +25,10 @@ bool hwy_gemm_q4_supported(const MatView& w);
 // group 32, 64 or 128): tiles dequantized once in the word-lane layout of ops/affine_words.h.
 bool hwy_gemm_affine_supported(const MatView& w);
 
+// True when hwy_gemm_rows takes this MXFP8 view (blocks of 32, columns a multiple of 32): tiles
+// dequantized once (E4M3 widened through f16, times the block's power of two).
+bool hwy_gemm_mxfp8_supported(const MatView& w);
+
 // y[t * ldy + r] = x[t] . W[r] for r in [r0, r1), for 1..16 tokens (decode, verification,
 // batched decode, small expert groups): one token streams one row at a time; several run register
 // tiles of rows x tokens over column blocks, each (row, token) summed in the one-token order.

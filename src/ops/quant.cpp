@@ -2,6 +2,7 @@
 // kernel is tested against), and column slices of views.
 #include "ops/quant.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "inkling/status.h"
@@ -13,6 +14,10 @@ float e2m1_to_f32(uint8_t code) {
   static constexpr float kMag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
   const float v = kMag[code & 7];
   return (code & 8) ? -v : v;
+}
+
+float e8m0_to_f32(uint8_t e) {
+  return std::ldexp(1.f, int(e) - 127);
 }
 
 void dequant_row(const MatView& w, int64_t r, float* out) {
@@ -54,6 +59,12 @@ void nvfp4_dequant_row(const MatView& w, int64_t r, float* out) {
   }
 }
 
+void mxfp8_dequant_row(const MatView& w, int64_t r, float* out) {
+  const uint8_t* codes = w.row(r);
+  const uint8_t* srow = w.scales + size_t(r * w.scale_stride);
+  for (int64_t c = 0; c < w.cols; ++c) out[c] = e4m3_to_f32(codes[c]) * e8m0_to_f32(srow[c / 32]);
+}
+
 MatView slice_cols(const MatView& w, int64_t c0, int64_t n) {
   MatView v = w;
   v.cols = n;
@@ -63,7 +74,8 @@ MatView slice_cols(const MatView& w, int64_t c0, int64_t n) {
       v.data = w.data + size_t(c0) * dtype_size(w.dtype);
       return v;
     case WeightFormat::kAffine:
-    case WeightFormat::kNvfp4: {
+    case WeightFormat::kNvfp4:
+    case WeightFormat::kMxfp8: {
       INK_CHECK(c0 % w.group == 0 && n % w.group == 0);
       v.data = w.data + size_t(c0 * w.bits / 8);
       const size_t soff = size_t(c0 / w.group) * dtype_size(w.scale_dtype);

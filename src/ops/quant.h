@@ -1,7 +1,8 @@
-// Dequantization of one row of a quantized weight view (MLX affine, NVFP4) into f32: the
+// Dequantization of one row of a quantized weight view (MLX affine, NVFP4, MXFP8) into f32: the
 // definition every fused quantized kernel is tested against. Also column slices of views.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "ops/weight_view.h"
@@ -10,6 +11,9 @@ namespace inkling {
 
 // E2M1 code (bit 3 sign, bits 0-2 magnitude index) -> value.
 float e2m1_to_f32(uint8_t code);
+// E8M0 block exponent -> 2^(e - 127), as transformers computes it (exp2(e - 127) in f32: 0 gives
+// the subnormal 2^-127, 255 gives +inf where the OCP spec says NaN).
+float e8m0_to_f32(uint8_t e);
 
 // Writes the w.cols values of row r to out, through the row dequantizer the format registry
 // holds for w. Dense: the stored elements as f32 (ops/dense_scalar.h).
@@ -22,6 +26,21 @@ void affine_dequant_row(const MatView& w, int64_t r, float* out);
 // NVFP4: e2m1 * (f32(e4m3 scale) * scale2), the block factor rounded once, as ModelOpt's
 // dequantize associates it.
 void nvfp4_dequant_row(const MatView& w, int64_t r, float* out);
+// MXFP8: e4m3 * 2^(e8m0 - 127) per block of 32 columns (exact but for subnormal results).
+void mxfp8_dequant_row(const MatView& w, int64_t r, float* out);
+
+// The factor the SIMD MXFP8 kernels apply to a block summed over E4M3 values read as 2^-8 times
+// their value (ops/e4m3-inl.h): 2^(e - 119) = f1 * f2, as one factor (f2 = 1) unless that would
+// overflow (e >= 247), then as 2^8 and 2^(e - 127). Powers of two: exact in either order.
+inline void mxfp8_block_factor(uint8_t e, float* f1, float* f2) {
+  if (e < 247) {
+    *f1 = std::ldexp(1.f, int(e) - 119);
+    *f2 = 1.f;
+  } else {
+    *f1 = 256.f;
+    *f2 = e8m0_to_f32(e);
+  }
+}
 
 // Columns [c0, c0 + n) of every row as a view of their own (same row strides). For quantized
 // views c0 and n must be multiples of the group (block) size, so codes and scales split cleanly.

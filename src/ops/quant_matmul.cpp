@@ -1,13 +1,15 @@
 // Fused quantized matmul kernels (Highway, compiled for every target, picked at run time).
 // Affine: per group, s * sum(x * q) + b * sum(x), with sum(x) per group computed once per call;
-// NVFP4: per 16-block, (e4m3 * scale2) * sum(x * e2m1). Codes are widened from bytes in
-// registers; 4-bit codes pair with x deinterleaved (even/odd columns) by LoadInterleaved2.
+// NVFP4: per 16-block, (e4m3 * scale2) * sum(x * e2m1); MXFP8: per 32-block,
+// 2^(e8m0 - 127) * sum(x * e4m3), the E4M3 bytes widened through f16. Codes are widened from bytes
+// in registers; 4-bit codes pair with x deinterleaved (even/odd columns) by LoadInterleaved2.
 // Tokens are processed in blocks of up to 4 so each decoded chunk feeds several products.
 // Affine 4-bit with power-of-two groups (the MLX checkpoints) takes Affine4Words instead: x is
 // permuted once per call to match whole u32 code words, and 4 / 2 rows share each x load.
 #include "ops/quant_matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -19,9 +21,11 @@
 #include <hwy/highway.h>
 
 #include "ops/e2m1-inl.h"
+#include "ops/e4m3-inl.h"
 
 #include "base/aligned_scratch.h"
 #include "base/dtype.h"
+#include "ops/quant.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace inkling {
@@ -298,6 +302,41 @@ void Nvfp4Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r
   }
 }
 
+// MXFP8 rows for NT tokens: per block of 32 columns, sum(x * e4m3) in f32 lanes, then the block's
+// power-of-two factor (exact, so the order of the two only matters at the range's ends).
+template <int NT>
+void Mxfp8Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r0, int64_t r1,
+               float* y, int64_t ldy) {
+  const hn::CappedTag<float, 16> d;  // N divides 32: a vector never straddles two blocks
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t nblocks = w.cols / 32;
+  const auto zero = hn::Zero(d);
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* codes = w.row(r);
+    const uint8_t* srow = w.scales + size_t(r * w.scale_stride);
+    decltype(hn::Zero(d)) tot[NT];
+    for (int t = 0; t < NT; ++t) tot[t] = zero;
+    for (int64_t blk = 0; blk < nblocks; ++blk) {
+      decltype(hn::Zero(d)) acc[NT];
+      for (int t = 0; t < NT; ++t) acc[t] = zero;
+      for (int64_t c = blk * 32; c < blk * 32 + 32; c += N) {
+        const auto q = E4m3Over256(d, codes + c);
+        for (int t = 0; t < NT; ++t) acc[t] = hn::MulAdd(hn::LoadU(d, x + t * ldx + c), q, acc[t]);
+      }
+      float f1, f2;
+      mxfp8_block_factor(srow[blk], &f1, &f2);
+      const auto vs = hn::Set(d, f1);
+      if (f2 == 1.f) {
+        for (int t = 0; t < NT; ++t) tot[t] = hn::MulAdd(vs, acc[t], tot[t]);
+      } else {
+        const auto v2 = hn::Set(d, f2);
+        for (int t = 0; t < NT; ++t) tot[t] = hn::MulAdd(v2, hn::Mul(vs, acc[t]), tot[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) y[t * ldy + r] = hn::GetLane(hn::SumOfLanes(d, tot[t]));
+  }
+}
+
 template <int NT>
 void AffineDispatch(const float* x, int64_t ldx, const float* xsum, const inkling::MatView& w,
                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
@@ -317,6 +356,23 @@ void QuantMatmulRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
     const int nt = int(std::min<int64_t>(kMaxTok, n_tok - t0));
     const float* xb = x + t0 * ldx;
     float* yb = y + t0 * ldy;
+    if (w.format == inkling::WeightFormat::kMxfp8) {
+      switch (nt) {
+        case 1:
+          Mxfp8Rows<1>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+        case 2:
+          Mxfp8Rows<2>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+        case 3:
+          Mxfp8Rows<3>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+        default:
+          Mxfp8Rows<4>(xb, ldx, w, r0, r1, yb, ldy);
+          break;
+      }
+      continue;
+    }
     if (!affine) {
       switch (nt) {
         case 1:
@@ -404,6 +460,7 @@ HWY_EXPORT(QuantMatmulRows);
 void quant_matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                        int64_t r1, float* y, int64_t ldy) {
   INK_CHECK(w.format == WeightFormat::kNvfp4 ||
+            (w.format == WeightFormat::kMxfp8 && w.cols % 32 == 0) ||
             (w.format == WeightFormat::kAffine && (w.bits == 4 || w.bits == 8)));
   HWY_DYNAMIC_DISPATCH(QuantMatmulRows)(x, n_tok, ldx, w, r0, r1, y, ldy);
 }

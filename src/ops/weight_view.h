@@ -11,14 +11,16 @@
 namespace inkling {
 
 // Storage family of a weight matrix. The forward pass never branches on the checkpoint layout,
-// only on this: plain floats, MLX affine groups, or ModelOpt NVFP4 blocks. The registry has one
-// entry per concrete format (dense F32/BF16/F16, affine by bit width, NVFP4).
+// only on this: plain floats, MLX affine groups, NVFP4 blocks or MXFP8 blocks. The registry has
+// one entry per concrete format (dense F32/BF16/F16, affine by bit width, NVFP4, MXFP8).
 enum class WeightFormat : uint8_t {
   kDense,   // dtype F32/BF16/F16 elements
   kAffine,  // MLX affine: packed unsigned `bits`-bit codes in U32 words (low bits = first
             // element); w = scale * q + bias per group of `group` columns
   kNvfp4,   // ModelOpt NVFP4: U8 bytes of two E2M1 codes (low nibble first); w = e2m1 *
             // (e4m3 block scale of 16 columns * scale2)
+  kMxfp8,   // OCP MXFP8: one E4M3 byte per element; w = e4m3 * 2^(e8m0 - 127), one U8 (E8M0)
+            // exponent per block of 32 columns (Inkling 2's experts)
 };
 
 struct KernelSet;  // ops/formats.h: the kernels the registry bound to a view
@@ -31,11 +33,12 @@ struct MatView {
   const uint8_t* data = nullptr;
   int64_t rows = 0, cols = 0, row_stride = 0;
   WeightFormat format = WeightFormat::kDense;
-  const uint8_t* scales = nullptr;  // affine: scale_dtype [rows, cols/group]; nvfp4: e4m3
+  const uint8_t* scales = nullptr;  // affine: scale_dtype [rows, cols/group]; nvfp4: e4m3;
+                                    // mxfp8: U8 e8m0 exponents
   const uint8_t* biases = nullptr;  // affine only, scale_dtype
   DType scale_dtype = DType::BF16;
   int64_t scale_stride = 0;  // elements between rows of scales/biases
-  int bits = 0, group = 0;   // affine: bits, group 32/64/128; nvfp4: 4, 16
+  int bits = 0, group = 0;   // affine: bits, group 32/64/128; nvfp4: 4, 16; mxfp8: 8, 32
   float scale2 = 1.f;        // nvfp4 per-tensor (per-expert) scale
   // Set by bind_kernels() (ops/formats.h). Null on views made by hand (tests): matmul() then
   // asks the registry on every call. Row slices and joined halves keep it (the choice depends

@@ -475,7 +475,7 @@ TEST(QuantizeMtp, DamagedQuantizedDepthTensorsAreNamed) {
        P + "attn.wk_dv.scales",
        "",
        {},
-       P + "attn.wk_dv.weight: dtype U32 holds packed quantized codes, but there is no scales "
+       P + "attn.wk_dv.weight: dtype U32 holds quantized codes, but there is no scales "
            "tensor"},
       {"missing biases",
        P + "mlp.w13_dn.biases",

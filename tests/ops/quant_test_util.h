@@ -1,6 +1,7 @@
-// Helpers of the quantized-kernel tests (test_quant_matmul.cpp, test_affine_widths.cpp): random
-// packed MLX affine and NVFP4 matrices, and the comparison of a kernel with its scalar twin under
-// the f32-accumulation tolerance every quantized kernel is held to.
+// Helpers of the quantized-kernel tests (test_quant_matmul.cpp, test_affine_widths.cpp,
+// test_mxfp8.cpp): random packed MLX affine, NVFP4 and MXFP8 matrices, and the comparison of a
+// kernel with its scalar twin under the f32-accumulation tolerance every quantized kernel is held
+// to.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -97,6 +98,34 @@ inline QMat make_nvfp4(int64_t rows, int64_t cols, int spread, std::mt19937& rng
   v.bits = 4;
   v.group = 16;
   v.scale2 = 0.0123f;
+  return q;
+}
+
+// MXFP8: random E4M3 values (NaN codes 0x7f / 0xff avoided) and E8M0 exponents around 2^-7
+// (`exp_lo`..`exp_hi`, biased by 127).
+inline QMat make_mxfp8(int64_t rows, int64_t cols, int spread, std::mt19937& rng, int exp_lo = 115,
+                       int exp_hi = 125) {
+  QMat q;
+  const int64_t all = rows * spread;
+  q.codes.resize(size_t(all * cols));
+  for (auto& b : q.codes) {
+    do b = uint8_t(rng());
+    while ((b & 0x7f) == 0x7f);
+  }
+  q.scales.resize(size_t(all * cols / 32));
+  for (auto& b : q.scales) b = uint8_t(exp_lo + int(rng() % uint32_t(exp_hi - exp_lo + 1)));
+  MatView& v = q.view;
+  v.format = WeightFormat::kMxfp8;
+  v.dtype = DType::F8_E4M3;
+  v.data = q.codes.data();
+  v.rows = rows;
+  v.cols = cols;
+  v.row_stride = cols * spread;
+  v.scales = q.scales.data();
+  v.scale_dtype = DType::U8;
+  v.scale_stride = cols / 32 * spread;
+  v.bits = 8;
+  v.group = 32;
   return q;
 }
 

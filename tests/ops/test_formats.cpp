@@ -85,6 +85,21 @@ Owned nvfp4(int64_t rows, int64_t cols, uint32_t seed) {
   return o;
 }
 
+Owned mxfp8(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Owned o;
+  o.codes.resize(size_t(rows * cols));
+  for (auto& b : o.codes) b = uint8_t(rng() % 0x7f);  // finite e4m3 values
+  o.scales.resize(size_t(rows * cols / 32));
+  for (auto& b : o.scales) b = uint8_t(120 + rng() % 8);
+  MatView& v = o.view;
+  v.format = WeightFormat::kMxfp8, v.dtype = DType::F8_E4M3;
+  v.data = o.codes.data(), v.scales = o.scales.data();
+  v.rows = rows, v.cols = cols, v.row_stride = cols;
+  v.scale_dtype = DType::U8, v.scale_stride = cols / 32, v.bits = 8, v.group = 32;
+  return o;
+}
+
 TEST(Formats, EveryViewHasExactlyOneEntry) {
   std::set<std::string> names;
   for (const FormatEntry& f : weight_formats()) EXPECT_TRUE(names.insert(f.name).second) << f.name;
@@ -92,9 +107,9 @@ TEST(Formats, EveryViewHasExactlyOneEntry) {
       dense(DType::F32, 3, 64, 1), dense(DType::BF16, 3, 64, 2), dense(DType::F16, 3, 64, 3),
       affine(4, 64, 3, 128, 4),    affine(8, 32, 3, 128, 5),     nvfp4(3, 64, 6),
       affine(1, 32, 3, 128, 7),    affine(2, 64, 3, 128, 8),     affine(3, 128, 3, 128, 9),
-      affine(5, 32, 3, 128, 10),   affine(6, 64, 3, 128, 11)};
+      affine(5, 32, 3, 128, 10),   affine(6, 64, 3, 128, 11),    mxfp8(3, 64, 12)};
   const char* expect[] = {"F32",       "BF16",      "F16",       "affine q4", "affine q8", "nvfp4",
-                          "affine q1", "affine q2", "affine q3", "affine q5", "affine q6"};
+                          "affine q1", "affine q2", "affine q3", "affine q5", "affine q6", "mxfp8"};
   for (size_t i = 0; i < views.size(); ++i) {
     int matches = 0;
     for (const FormatEntry& f : weight_formats()) matches += f.matches(views[i].view);
@@ -112,7 +127,8 @@ TEST(Formats, BytesAndLabels) {
   EXPECT_EQ(bytes_per_element(bf16.view), 2.0);
   EXPECT_EQ(bytes_per_element(q4.view), 0.5 + 4.0 / 64);  // codes + bf16 scale and bias per 64
   EXPECT_EQ(bytes_per_element(q8.view), 1.0 + 4.0 / 32);
-  EXPECT_EQ(bytes_per_element(fp4.view), 0.5 + 1.0 / 16);  // e4m3 scale per 16
+  EXPECT_EQ(bytes_per_element(fp4.view), 0.5 + 1.0 / 16);               // e4m3 scale per 16
+  EXPECT_EQ(bytes_per_element(mxfp8(3, 64, 13).view), 1.0 + 1.0 / 32);  // e8m0 exponent per 32
   const Owned q3 = affine(3, 64, 3, 128, 7), q5 = affine(5, 128, 3, 256, 8);
   const Owned q6 = affine(6, 32, 3, 128, 9), q2 = affine(2, 64, 3, 128, 10);
   EXPECT_EQ(bytes_per_element(q3.view), 3.0 / 8 + 4.0 / 64);

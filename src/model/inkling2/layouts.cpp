@@ -87,11 +87,38 @@ bool split_layer(const std::string& s, long* n, std::string* rest) {
   return true;
 }
 
-// Quantized experts' companions (NVFP4 amax / scales, MXFP8 scales): not bound by this build yet.
-bool quant_companion(const std::string& n) {
-  for (const char* s : {"_weight_scale", "_weight_amax", "_weight_outer_scale_denominator",
-                        ".scales", ".biases", "_scale_inv"})
-    if (n.find(s) != std::string::npos) return true;
+// Quantization companions in checkpoint spelling: the original release's experts
+// ("w13_weight_scale" / "_amax" / "_outer_scale_denominator" beside "w13_weight"), transformers'
+// FP8 experts ("gate_up_proj_scale_inv" beside "gate_up_proj") and MLX siblings ("x.scales" /
+// "x.biases" beside "x.weight", or "p.scales" beside a bare expert parameter p). Sets *base to
+// the quantized tensor's checkpoint name; false for ordinary tensors.
+bool parse_companion(const std::string& n, std::string* base, Sidecar* kind) {
+  struct Rule {
+    const char* suffix;
+    Sidecar kind;
+    const char* base_suffix;
+  };
+  static const Rule kRules[] = {
+      {"_weight_outer_scale_denominator", Sidecar::kDenominator, "_weight"},
+      {"_weight_amax", Sidecar::kAmax, "_weight"},
+      {"_weight_scale", Sidecar::kScales, "_weight"},
+      {"_scale_inv", Sidecar::kScales, ""},
+      {".scales", Sidecar::kScales, ".weight"},
+      {".biases", Sidecar::kBiases, ".weight"},
+  };
+  for (const Rule& r : kRules) {
+    const size_t len = std::strlen(r.suffix);
+    if (!ends_with(n, r.suffix) || n.size() == len) continue;
+    std::string stem = n.substr(0, n.size() - len);
+    // MLX scales of a bare expert parameter sit under the parameter itself.
+    const bool bare =
+        ends_with(stem, "experts.w13_weight") || ends_with(stem, "experts.w2_weight") ||
+        ends_with(stem, "experts.gate_up_proj") || ends_with(stem, "experts.down_proj") ||
+        ends_with(stem, "experts.gate_proj") || ends_with(stem, "experts.up_proj");
+    *base = bare && r.suffix[0] == '.' ? stem : stem + r.base_suffix;
+    *kind = r.kind;
+    return true;
+  }
   return false;
 }
 
@@ -115,14 +142,13 @@ Result<TensorMap> sanitize_inkling2(const TensorMap& in, SanitizeReport* report)
       if (report) report->dropped.push_back(n0);
       continue;
     }
-    if (quant_companion(n0))
-      return Status::error("[load] " + n0 +
-                           ": quantized Inkling 2 weights (NVFP4 / MXFP8 / MLX) are not supported "
-                           "by this build yet; use a bf16 or f32 checkpoint");
+    std::string base = n0;
+    Sidecar kind = Sidecar::kScales;
+    const bool companion = parse_companion(n0, &base, &kind);
     std::string name;
-    if (starts_with(n0, "model.llm.")) {  // original layout
+    if (starts_with(base, "model.llm.")) {  // original layout
       og = true;
-      const std::string s = n0.substr(10);
+      const std::string s = base.substr(10);
       for (const Rename& r : kTop)
         if (s == r.og) name = r.hf;
       long i = 0;
@@ -139,32 +165,36 @@ Result<TensorMap> sanitize_inkling2(const TensorMap& in, SanitizeReport* report)
       }
       if (name.empty()) name = "model." + s;
     } else {  // transformers
-      name = n0;
+      name = base;
       if (starts_with(name, "model.language_model.")) {
         mm = true;
         name = "model." + name.substr(21);
       }
       if (name == "model.embed_tokens.embed_norm.weight") name = "model.embed_norm.weight";
     }
+    auto final_name = [&](const std::string& w) { return companion ? sidecar_name(w, kind) : w; };
     TensorRef r = ref;
     if (ends_with(name, "mlp.experts.w13_weight") || ends_with(name, "mlp.experts.gate_up_proj")) {
+      // Scale rows (and MLX biases) split with their values; the per-expert NVFP4 factor
+      // (amax / denominator) applies to both halves unchanged.
       const bool interleaved = ends_with(name, "w13_weight");
       const std::string stem = name.substr(0, name.rfind('.') + 1);
-      TensorRef g, u;
-      INK_RETURN_IF_ERROR(split_rows(r, interleaved, &g, &u));
-      INK_RETURN_IF_ERROR(put(stem + "gate_proj", std::move(g)));
-      INK_RETURN_IF_ERROR(put(stem + "up_proj", std::move(u)));
+      TensorRef g = r, u = r;
+      if (!companion || kind == Sidecar::kScales || kind == Sidecar::kBiases)
+        INK_RETURN_IF_ERROR(split_rows(r, interleaved, &g, &u));
+      INK_RETURN_IF_ERROR(put(final_name(stem + "gate_proj"), std::move(g)));
+      INK_RETURN_IF_ERROR(put(final_name(stem + "up_proj"), std::move(u)));
       continue;
     }
     // Depthwise conv weights [C, 1, K] (torch) or [C, K, 1] (MLX) are the bytes of [C, K].
-    if (ends_with(name, "conv1d.weight") && r.shape.size() == 3 &&
+    if (!companion && ends_with(name, "conv1d.weight") && r.shape.size() == 3 &&
         (r.shape[1] == 1 || r.shape[2] == 1)) {
       const int64_t C = r.shape[0], K = r.shape[1] == 1 ? r.shape[2] : r.shape[1];
       r.shape = {C, K};
       r.strides = {K, 1};
       r.derivation = Derivation::kConvSqueeze;
     }
-    INK_RETURN_IF_ERROR(put(name, std::move(r)));
+    INK_RETURN_IF_ERROR(put(final_name(name), std::move(r)));
   }
   if (report)
     report->layout = og   ? "Inkling 2 original (model.llm.*)"
