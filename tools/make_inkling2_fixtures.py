@@ -24,6 +24,11 @@ logits of a prefill split in two chunks (cache) equal the single pass.
 
     python tools/make_inkling2_fixtures.py            # all
     python tools/make_inkling2_fixtures.py inkling2   # one
+
+``inkling2_loop_q`` is Mini as released: the same kind of model with its routed experts rewritten
+in NVFP4 (E2M1 codes, E4M3 scale per 16, per-expert amax / outer_scale_denominator) and MXFP8
+(E4M3 values, E8M0 exponent per 32) in the original layout (hf/ only); its reference is
+transformers loading that folder, which dequantizes the experts on load.
 """
 
 from __future__ import annotations
@@ -94,7 +99,189 @@ FIXTURES = {
                                    layer_types=[S, F, S, S, F, S, F, S, S],
                                    loop_layer_index_start=3, loop_layer_index_end=6,
                                    loop_num_passes=3, loop_gate_rank=5)),
+    # Inkling 2 Mini as released: routed experts NVFP4 in the first layers, MXFP8 after them (the
+    # release: NVFP4 layers 0-19, MXFP8 20-23), in the original layout. Widths that whole NVFP4
+    # (16) and MXFP8 (32) blocks divide. The reference is transformers loading this very folder
+    # (Inkling2LoopDequantizeExperts dequantizes on load).
+    "inkling2_loop_q": dict(cls="inkling2_loop", seed=2026, prompt_len=40,
+                            quant=dict(nvfp4_layers=range(0, 5), mxfp8_layers=range(5, 9)),
+                            cfg=dict(COMMON, num_hidden_layers=9, hidden_size=64,
+                                     moe_intermediate_size=32,
+                                     layer_types=[S, F, S, S, F, S, F, S, S],
+                                     loop_layer_index_start=3, loop_layer_index_end=6,
+                                     loop_num_passes=3, loop_gate_rank=5)),
+    # Inkling 2 Small as released (-MXFP8): every layer's routed experts in MXFP8, in the original
+    # layout (w13_weight / w13_weight_scale) and in transformers' (gate_up_proj /
+    # gate_up_proj_scale_inv, quantization_config mxfp8). transformers loads such a folder only
+    # through its FP8 quantizer (not on a CPU), so the reference is the model holding the
+    # dequantized experts, the dequantization checked bitwise against Inkling2LoopDequantizeExperts.
+    "inkling2_mxfp8": dict(cls="inkling2", seed=2027, prompt_len=40,
+                           quant=dict(nvfp4_layers=range(0), mxfp8_layers=range(0, 8)),
+                           cfg=dict(COMMON, num_hidden_layers=8, hidden_size=64,
+                                    moe_intermediate_size=32,
+                                    layer_types=[S, S, F, S, S, F, F, S])),
 }
+
+E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+NVFP4_DENOMINATOR = 6.0 * 448.0  # ModelOpt's convention: amax maps to e2m1 max x e4m3 max
+
+
+def quantize_nvfp4(w):
+    """[E, R, C] f32 -> (u8 codes [E, R, C/2] low nibble first, e4m3 scales [E, R, C/16],
+    f32 amax [E], f32 denominator []), as the original Mini release stores NVFP4 experts."""
+    E, R, C = w.shape
+    amax = w.abs().reshape(E, -1).amax(dim=1).float()
+    factor = amax / NVFP4_DENOMINATOR
+    blocks = w.reshape(E, R, C // 16, 16)
+    bscale = (blocks.abs().amax(dim=-1) / 6.0) / factor[:, None, None]
+    scale = bscale.clamp(min=2.0 ** -9).to(torch.float8_e4m3fn)
+    step = scale.float()[..., None] * factor[:, None, None, None]
+    v = (blocks / step).clamp(-6.0, 6.0)
+    mag = (v.abs()[..., None] - E2M1).abs().argmin(dim=-1)
+    code = (mag | ((v < 0).long() << 3)).reshape(E, R, C).to(torch.uint8)
+    packed = code[..., 0::2] | (code[..., 1::2] << 4)
+    return packed.contiguous(), scale.contiguous(), amax.contiguous(), torch.tensor(NVFP4_DENOMINATOR)
+
+
+def quantize_mxfp8(w):
+    """[E, R, C] f32 -> (e4m3 values [E, R, C], u8 E8M0 exponents [E, R, C/32])."""
+    E, R, C = w.shape
+    blocks = w.reshape(E, R, C // 32, 32)
+    amax = blocks.abs().amax(dim=-1).clamp(min=2.0 ** -100)
+    e = torch.ceil(torch.log2(amax / 448.0)).clamp(-127, 127)
+    vals = (blocks / torch.exp2(e)[..., None]).to(torch.float8_e4m3fn).reshape(E, R, C)
+    return vals.contiguous(), (e + 127).to(torch.uint8).contiguous()
+
+
+def quantize_folder(folder: Path, q) -> dict:
+    """Rewrites the routed experts of an original-layout folder in NVFP4 / MXFP8; returns counts."""
+    from safetensors.torch import load_file
+    sd = load_file(str(folder / "model.safetensors"))
+    counts = dict(nvfp4=0, mxfp8=0)
+    for key in sorted(sd):
+        if not (key.endswith("mlp.experts.w13_weight") or key.endswith("mlp.experts.w2_weight")):
+            continue
+        layer = int(key.split(".layers.")[1].split(".")[0])
+        w = sd.pop(key).float()
+        if layer in q["nvfp4_layers"]:
+            codes, scale, amax, den = quantize_nvfp4(w)
+            sd[key] = codes
+            sd[key + "_scale"] = scale
+            sd[key + "_amax"] = amax
+            sd[key + "_outer_scale_denominator"] = den
+            counts["nvfp4"] += 1
+        elif layer in q["mxfp8_layers"]:
+            vals, scale = quantize_mxfp8(w)
+            sd[key] = vals
+            sd[key + "_scale"] = scale
+            counts["mxfp8"] += 1
+        else:
+            sd[key] = w
+    save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return counts
+
+
+def dequant_mxfp8_hf(vals, scale):
+    """transformers' own MXFP8 dequantization (the reference's code, not ours)."""
+    from transformers.core_model_loading import Inkling2LoopDequantizeExperts
+    op = Inkling2LoopDequantizeExperts()
+    pats = ["w", "s", "a", "d"]
+    out = op.convert({"w": vals, "s": scale}, pats, ["out"], model=None, full_layer_name=None)
+    return out["out"]
+
+
+def make_mxfp8_small(name: str) -> None:
+    spec = FIXTURES[name]
+    torch.manual_seed(spec["seed"])
+    model = build(spec)
+    randomize(model, spec["seed"])
+    quantized = {}
+    with torch.no_grad():
+        for k, p in model.state_dict(keep_vars=True).items():
+            if k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj"):
+                vals, scale = quantize_mxfp8(p.detach().float())
+                deq = dequant_mxfp8_hf(vals, scale).float()
+                mine = vals.float() * torch.exp2(scale.float() - 127).repeat_interleave(32, -1)
+                assert torch.equal(deq, mine), f"{name}: MXFP8 dequantization disagrees at {k}"
+                p.copy_(deq)
+                quantized[k] = (vals, scale)
+    out = FIXTURES_DIR / name
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "ref").mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        (out / "hf").mkdir()
+        for f in ("config.json", "model.safetensors"):
+            shutil.copy(Path(tmp) / f, out / "hf" / f)
+    counts = quantize_folder(out / "hf", spec["quant"])
+    (out / "tf").mkdir()
+    cfg = json.loads((out / "hf" / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "mxfp8", "modules_to_not_convert": ["lm_head"]}
+    (out / "tf" / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    for k, (vals, scale) in quantized.items():
+        sd[k] = vals
+        sd[k + "_scale_inv"] = scale
+    save_file(sd, str(out / "tf" / "model.safetensors"), metadata={"format": "pt"})
+    write_reference(name, spec, model, out, dict(counts, tf_tensors=len(quantized)), 0.0)
+
+
+def write_reference(name, spec, ref, out, counts, worst) -> None:
+    rng = np.random.default_rng(spec["seed"])
+    V = ref.config.unpadded_vocab_size
+    prompt = [int(x) for x in rng.integers(0, V, spec["prompt_len"])]
+    logits = logits_of(ref, prompt)
+    chunked = chunked_logits(ref, prompt, 13)
+    chunk_diff = float((chunked - logits).abs().max())
+    greedy = greedy_cached(ref, prompt, N_GEN)
+    assert greedy == greedy_recompute(ref, prompt, N_GEN), f"{name}: cached greedy != recompute"
+    assert chunk_diff < 1e-4 * float(logits.abs().max()), f"{name}: chunked prefill differs"
+    top2 = logits.topk(2, dim=-1).values
+    margin = float((top2[:, 0] - top2[:, 1]).min())
+    (out / "ref" / "prompt.json").write_text(json.dumps({"prompt_ids": prompt}) + "\n")
+    np.save(out / "ref" / "logits.npy", logits.numpy().astype(np.float32))
+    (out / "ref" / "greedy.json").write_text(json.dumps({"ids": greedy}) + "\n")
+    stats = dict(seed=spec["seed"], transformers=transformers.__version__, torch=torch.__version__,
+                 max_abs_logit=float(logits.abs().max()), logit_std=float(logits.std()),
+                 min_top1_margin=margin, chunked_prefill_max_diff=chunk_diff,
+                 expert_tensors=counts, max_rel_expert_quant_error=worst,
+                 greedy_cached_equals_recompute=True)
+    (out / "ref" / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+    print(f"{name}: {counts} max|logit| {stats['max_abs_logit']:.3f} margin {margin:.2e} "
+          f"quant err {worst:.3f} greedy {greedy[:8]}...")
+
+
+def make_quantized(name: str) -> None:
+    spec = FIXTURES[name]
+    if spec["cls"] == "inkling2":
+        return make_mxfp8_small(name)
+    torch.manual_seed(spec["seed"])
+    model = build(spec)
+    randomize(model, spec["seed"])
+    out = FIXTURES_DIR / name
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "ref").mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        (out / "hf").mkdir()
+        for f in ("config.json", "model.safetensors"):
+            shutil.copy(Path(tmp) / f, out / "hf" / f)
+    counts = quantize_folder(out / "hf", spec["quant"])
+    # The oracle: transformers loading the quantized folder (it dequantizes the experts on load).
+    ref = Inkling2LoopForCausalLM.from_pretrained(out / "hf", dtype=torch.float32,
+                                                  attn_implementation="eager").eval()
+    # Self check: the loaded experts moved by no more than the formats' steps (the quantizer and
+    # the loader agree on the layout: nibble order, interleave, scale rows).
+    sd0, sd1 = model.state_dict(), ref.state_dict()
+    worst = 0.0
+    for k in sd0:
+        if "experts.gate_up_proj" in k or "experts.down_proj" in k:
+            a, b = sd0[k].float(), sd1[k].float()
+            worst = max(worst, float(((a - b).abs().amax() / a.abs().amax())))
+    assert 0 < worst < 0.2, f"{name}: dequantized experts differ by {worst} of max"
+    write_reference(name, spec, ref, out, counts, worst)
 
 
 def build(spec):
@@ -247,7 +434,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*", default=list(FIXTURES))
     for n in ap.parse_args().names:
-        make(n)
+        (make_quantized if "quant" in FIXTURES[n] else make)(n)
 
 
 if __name__ == "__main__":

@@ -338,9 +338,8 @@ class Binder {
   std::vector<MatView> nvfp4_amax(const TensorRef& r, const TensorRef& s, const TensorRef* amax,
                                   const TensorRef* denom, int64_t n, int64_t rows, int64_t cols) {
     if (!amax || !denom)
-      return failv("[load] " + r.origin + ": NVFP4 experts need both " +
-                   sidecar_name(r.origin, Sidecar::kAmax) + " and " +
-                   sidecar_name(r.origin, Sidecar::kDenominator) + " (found only " +
+      return failv("[load] " + r.origin + ": NVFP4 experts need both " + r.origin + "_amax and " +
+                   r.origin + "_outer_scale_denominator (found only " +
                    (amax ? amax : denom)->origin + ")");
     if (r.dtype != DType::U8)
       return failv("[load] " + r.origin + ": NVFP4 codes must be U8, got " + dtype_name(r.dtype));

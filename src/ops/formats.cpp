@@ -240,9 +240,10 @@ const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
 
 // MXFP8 (Inkling 2's experts): the Highway kernel for 1..16 tokens (x exact in f32 against the
 // E4M3 values, also in fast mode for now), the gemm on tiles dequantized once for 17+.
+constexpr Kernel kHwyMxfp8{"hwy mxfp8", quant_matmul_rows};
 constexpr Kernel kHwyGemmMxfp8{"hwy gemm mxfp8", hwy_gemm_rows};
-constexpr KernelSet kMxfp8[2] = {{{kHwyQuant, kHwyQuant, kHwyQuant}, mxfp8_dequant_row},
-                                 {{kHwyQuant, kHwyQuant, kHwyGemmMxfp8}, mxfp8_dequant_row}};
+constexpr KernelSet kMxfp8[2] = {{{kHwyMxfp8, kHwyMxfp8, kHwyMxfp8}, mxfp8_dequant_row},
+                                 {{kHwyMxfp8, kHwyMxfp8, kHwyGemmMxfp8}, mxfp8_dequant_row}};
 const KernelSet* select_mxfp8(const MatView& w, KernelMode) {
   if (w.group != 32 || w.cols % 32 != 0 || w.scale_dtype != DType::U8) return nullptr;
   return &kMxfp8[hwy_gemm_mxfp8_supported(w)];

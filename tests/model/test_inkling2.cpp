@@ -116,7 +116,10 @@ TEST_P(Inkling2, SnapshotRestoreReplaysExactly) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Inkling2,
                          ::testing::Values(I2Case{"inkling2", "hf"}, I2Case{"inkling2", "tf"},
                                            I2Case{"inkling2_loop", "hf"},
-                                           I2Case{"inkling2_loop", "tf"}),
+                                           I2Case{"inkling2_loop", "tf"},
+                                           I2Case{"inkling2_loop_q", "hf"},
+                                           I2Case{"inkling2_mxfp8", "hf"},
+                                           I2Case{"inkling2_mxfp8", "tf"}),
                          i2_case_name);
 
 // The real configs (the reference's defaults): Mini keeps 48 cache slots per token, Small 48.
@@ -183,21 +186,16 @@ TEST(Inkling2Config, BadFieldsNameTheField) {
   }
 }
 
-// Checkpoint damage: one error naming the tensor, never a crash.
-TEST(Inkling2Load, MissingOrMisshapenTensorsNameTheTensor) {
-  const std::string src = fixture_dir("inkling2_loop") + "/hf";
+struct Edit {
+  std::string drop, reshape, want;
+};
+
+// Writes `src` with one tensor dropped or one column fewer and expects one error naming `want`.
+void expect_load_error(const std::string& src, const std::vector<Edit>& edits) {
   if (!std::filesystem::exists(src + "/model.safetensors")) GTEST_SKIP();
   const auto st = TensorStore::open_dir(src);
   ASSERT_TRUE(st.ok());
-  struct Edit {
-    std::string drop, reshape, want;
-  };
-  for (const Edit& ed :
-       {Edit{"model.llm.middle_cycle_cross_pass_kv_queries", "", "og_kv_queries"},
-        Edit{"model.llm.layers.4.attn.k_sconv.weight_proj", "", "weight_proj"},
-        Edit{"model.llm.layers.3.controllers.mlp.gain_weight", "", "message_gate_proj"},
-        Edit{"", "model.llm.layers.2.attn.wq_du.weight", "model.llm.layers.2.attn.wq_du.weight"},
-        Edit{"", "model.llm.layers.1.mlp.experts.w13_weight", "w13_weight"}}) {
+  for (const Edit& ed : edits) {
     testing::TempDir dir;
     testing::write_file(dir.file("config.json"), testing::read_file(src + "/config.json"));
     testing::SafetensorsBuilder out;
@@ -207,7 +205,7 @@ TEST(Inkling2Load, MissingOrMisshapenTensorsNameTheTensor) {
       std::string bytes(reinterpret_cast<const char*>(t->data), t->nbytes);
       if (name == ed.reshape) {  // one column fewer
         shape.back() -= 1;
-        bytes.resize(size_t(t->numel() / t->shape.back() * shape.back()) * 4);
+        bytes.resize(size_t(t->numel() / t->shape.back() * shape.back()) * dtype_size(t->dtype));
       }
       out.add(name, dtype_name(t->dtype), shape, bytes);
     }
@@ -216,6 +214,33 @@ TEST(Inkling2Load, MissingOrMisshapenTensorsNameTheTensor) {
     ASSERT_FALSE(e.ok()) << ed.drop << ed.reshape;
     EXPECT_NE(e.status().message().find(ed.want), std::string::npos) << e.status().message();
   }
+}
+
+// Checkpoint damage: one error naming the tensor, never a crash.
+TEST(Inkling2Load, MissingOrMisshapenTensorsNameTheTensor) {
+  expect_load_error(
+      fixture_dir("inkling2_loop") + "/hf",
+      {Edit{"model.llm.middle_cycle_cross_pass_kv_queries", "", "og_kv_queries"},
+       Edit{"model.llm.layers.4.attn.k_sconv.weight_proj", "", "weight_proj"},
+       Edit{"model.llm.layers.3.controllers.mlp.gain_weight", "", "message_gate_proj"},
+       Edit{"", "model.llm.layers.2.attn.wq_du.weight", "model.llm.layers.2.attn.wq_du.weight"},
+       Edit{"", "model.llm.layers.1.mlp.experts.w13_weight", "w13_weight"}});
+}
+
+// The release's quantized experts: a missing or misshapen companion, a scale without its values.
+TEST(Inkling2Load, QuantizedExpertDamageNamesTheTensor) {
+  const std::string L = "model.llm.layers.";
+  expect_load_error(
+      fixture_dir("inkling2_loop_q") + "/hf",
+      {Edit{L + "0.mlp.experts.w2_weight_amax", "", "w2_weight_amax"},
+       Edit{L + "2.mlp.experts.w13_weight_outer_scale_denominator", "",
+            "w13_weight_outer_scale_denominator"},
+       Edit{L + "1.mlp.experts.w13_weight_scale", "", "w13_weight"},
+       Edit{L + "6.mlp.experts.w2_weight_scale", "", "w2_weight: dtype F8_E4M3 holds quantized"},
+       Edit{L + "7.mlp.experts.w13_weight", "", "mlp.experts.gate_proj"},
+       Edit{"", L + "8.mlp.experts.w13_weight_scale", "w13_weight_scale"},
+       Edit{"", L + "3.mlp.experts.w2_weight", "w2_weight"},
+       Edit{"", L + "4.mlp.experts.w2_weight_amax", "w2_weight_amax"}});
 }
 
 }  // namespace

@@ -249,6 +249,28 @@ TEST(QuantConfigParse, ModelOptExcludeList) {
   EXPECT_THAT(fp8.status().message(), HasSubstr("hf_quant_config.json"));
 }
 
+// Inkling 2's releases: MXFP8 (Small) and NVFP4 + MXFP8 (Mini); the companions decide per matrix.
+TEST(QuantConfigParse, Mxfp8AndMixedPrecision) {
+  auto small = parse_quant_config(
+      R"({"quantization_config": {"quant_method": "mxfp8", "modules_to_not_convert": ["lm_head"]}})",
+      "", "d");
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  EXPECT_EQ(small->mode, QuantMode::kMxfp8);
+  EXPECT_TRUE(small->lookup("lm_head").stated);
+  EXPECT_FALSE(small->lookup("lm_head").quantized);
+  EXPECT_FALSE(small->lookup("model.layers.0.mlp.experts").stated);
+  EXPECT_EQ(
+      parse_quant_config(R"({"quantization_config": {"quant_method": "fp8"}})", "", "d")->mode,
+      QuantMode::kMxfp8);
+  auto mini =
+      parse_quant_config("{}", R"({"quantization": {"quant_algo": "MIXED_PRECISION"}})", "d");
+  ASSERT_TRUE(mini.ok()) << mini.status().message();
+  EXPECT_EQ(mini->mode, QuantMode::kMixed);
+  EXPECT_STREQ(quant_mode_name(mini->mode), "mixed");
+  EXPECT_EQ(parse_quant_config("{}", R"({"quantization": {"quant_algo": "MXFP8"}})", "d")->mode,
+            QuantMode::kMxfp8);
+}
+
 // Loads a committed quantized fixture as canonical tensors, lets the test break one, binds.
 class BadQuant : public ::testing::Test {
  protected:
