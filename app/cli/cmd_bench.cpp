@@ -359,8 +359,7 @@ int run_bench(const BenchArgs& args) {
     auto chunk = cl->time_exchange(a.chunk, c.hidden, c.n_routed, c.top_k, 10);
     if (!one.ok()) return fail(one.status().message());
     if (!chunk.ok()) return fail(chunk.status().message());
-    int moe_layers = 0;
-    for (const LayerSpec& l : c.layers) moe_layers += !l.dense;
+    const int moe_layers = c.moe_visits();  // a looped core's MoE layers once per pass
     ep_json = {{"ranks", cl->size()},
                {"moe_layers", moe_layers},
                {"exchange_us_one_row", one.value() * 1e6},

@@ -52,12 +52,11 @@ void print_expert_plan(const ModelInfo& info, int n) {
     std::printf("  rank %d: %3d routed experts per MoE layer, %12s experts + %12s other = %s\n",
                 p.rank, p.experts_per_layer_max, human(p.expert_bytes).c_str(),
                 human(p.replicated_bytes).c_str(), human(p.total()).c_str());
-  int moe_layers = 0;
-  for (const std::string& k : info.layer_kinds) moe_layers += k.ends_with("/moe");
+  const int moe_layers = info.moe_visits;  // a looped core's layers once per pass
   const dist::ExchangeCost c = dist::exchange_cost(info.hidden, info.n_routed, info.top_k, n);
   std::printf(
       "  per token and MoE layer (expected, uniform routing): %.0f bytes out, %.0f bytes back, "
-      "%.1f messages; x %d MoE layers = %.1f KiB and %.0f messages per decode token\n",
+      "%.1f messages; x %d MoE layer visits = %.1f KiB and %.0f messages per decode token\n",
       c.bytes_out, c.bytes_back, c.messages, moe_layers,
       (c.bytes_out + c.bytes_back) * moe_layers / 1024.0, c.messages * moe_layers);
 }

@@ -57,6 +57,7 @@ struct ModelInfo {
   std::string family;          // "inkling" (v1) or "inkling2" (Inkling 2 Mini and Small)
   int hidden = 0, n_layers = 0;
   int layer_visits = 0;  // per token: n_layers, or more where a looped core runs several times
+  int moe_visits = 0;    // per token: MoE layers, each looped one once per pass
   int n_routed = 0, top_k = 0;           // routed experts per MoE layer and experts per token
   std::vector<std::string> layer_kinds;  // per layer: "sliding/dense", "global/moe", ...
   std::vector<int32_t> eos_ids;

@@ -209,6 +209,12 @@ const char* family_name(Family f) {
   return f == Family::kInkling2 ? "inkling2" : "inkling";
 }
 
+int ModelConfig::moe_visits() const {
+  int n = 0;
+  for (const Visit& v : schedule()) n += !layers[size_t(v.layer)].dense;
+  return n;
+}
+
 std::vector<ModelConfig::Visit> ModelConfig::schedule() const {
   std::vector<Visit> out;
   const int s = v2.looped() ? v2.loop_start : n_layers, e = v2.looped() ? v2.loop_end : n_layers;

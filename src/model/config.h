@@ -108,6 +108,9 @@ struct ModelConfig {
     int layer = 0, slot = 0, pass = 0;  // pass: 0 outside the core, else 1..loop_passes
   };
   std::vector<Visit> schedule() const;
+  // MoE layer visits per token (a looped core's MoE layers count once per pass): the expert
+  // exchanges of one decode token under expert parallelism.
+  int moe_visits() const;
   // The geometry of every cache slot (what a sequence keeps per slot: KV rows and conv states).
   std::vector<LayerSpec> cache_slots() const;
 };

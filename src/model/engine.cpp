@@ -107,6 +107,7 @@ ModelInfo describe(const Model& m, const std::string& dir) {
   info.n_layers = c.n_layers;
   info.family = family_name(c.family);
   info.layer_visits = int(c.schedule().size());
+  info.moe_visits = c.moe_visits();
   info.n_routed = c.n_routed;
   info.top_k = c.top_k;
   info.eos_ids = c.eos_ids;
@@ -298,16 +299,13 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
     return Status::error("[load] prefill_chunk = " + std::to_string(opts.prefill_chunk) +
                          " exceeds the supported maximum " + std::to_string(kMaxPrefillChunk));
   INK_ASSIGN_OR_RETURN(auto model, Model::load(model_dir));
-  if (opts.expert_executor && model->config.family != Family::kInkling)
-    return Status::error("[load] " + model_dir + ": expert parallelism runs Inkling (v1) models " +
-                         "only; this is an " + family_name(model->config.family) + " model");
   bind_numerics(model->weights, opts.numerics);
   if (opts.expert_executor)
-    for (size_t l = 0; l < model->weights.layers.size(); ++l) {
-      MoeWeights& moe = model->weights.layers[l].moe;
-      moe.executor = opts.expert_executor;
-      moe.layer = int(l);
-    }
+    for (int l = 0; l < model->weights.n_layers(); ++l)
+      if (MoeWeights* moe = model->weights.moe_at(l)) {
+        moe->executor = opts.expert_executor;
+        moe->layer = l;
+      }
   std::shared_ptr<Engine> e(new Engine());
   e->impl_ = std::make_unique<Impl>();
   e->impl_->opts = opts;

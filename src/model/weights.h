@@ -60,6 +60,18 @@ struct Weights {
     uint64_t bytes = 0;
   };
   std::map<std::string, Storage> storage;
+
+  // The MoE branch of physical layer `l` in either family (Inkling: null for a dense layer or a
+  // layer out of range; Inkling 2: every layer, each visit of a looped layer shares it).
+  MoeWeights* moe_at(int l) {
+    if (l < 0) return nullptr;
+    if (!v2.layers.empty())
+      return size_t(l) < v2.layers.size() ? &v2.layers[size_t(l)].moe : nullptr;
+    if (size_t(l) >= layers.size() || layers[size_t(l)].moe.routed.empty()) return nullptr;
+    return &layers[size_t(l)].moe;
+  }
+  const MoeWeights* moe_at(int l) const { return const_cast<Weights*>(this)->moe_at(l); }
+  int n_layers() const { return int(v2.layers.empty() ? layers.size() : v2.layers.size()); }
 };
 
 // Calls f(group, name, view) for every matrix of w (Weights or const Weights), in a fixed order:

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/dtype.h"
 #include "ops/weight_view.h"
 
 namespace inkling {
@@ -34,7 +35,7 @@ void mxfp8_dequant_row(const MatView& w, int64_t r, float* out);
 // overflow (e >= 247), then as 2^8 and 2^(e - 127). Powers of two: exact in either order.
 inline void mxfp8_block_factor(uint8_t e, float* f1, float* f2) {
   if (e < 247) {
-    *f1 = std::ldexp(1.f, int(e) - 119);
+    *f1 = bits_to_f32(uint32_t(e + 8) << 23);  // 2^(e - 119): a normal float for every e < 247
     *f2 = 1.f;
   } else {
     *f1 = 256.f;

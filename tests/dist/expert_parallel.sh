@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Expert parallelism under mpirun (docs/scale-out.md): teacher-forced logits and greedy ids of
 # `generate --expert-parallel` with NP ranks are bit-identical to one process, for f32, bf16,
-# NVFP4 and MLX affine fixtures, with MTP drafts and in both numerics modes; a rank killed mid-run
+# NVFP4 and MLX affine fixtures and Inkling 2 (Mini's NVFP4 + MXFP8, Small's MXFP8), with MTP drafts and in both numerics modes; a rank killed mid-run
 # makes rank 0 exit with a clear error within --ep-timeout; another model folder or another
 # --numerics on a rank is refused by rank 0.
 # With MAKER and TOKENIZER_DIR (make_tiny_chat_model, tests/data/inkling), `serve` too.
@@ -87,12 +87,16 @@ fi
 check_same f32 "$FIX/full/hf" "$FIX/full/ref/prompt.json"
 check_same nvfp4 "$FIX/quant_nvfp4/model" "$FIX/quant_nvfp4/ref/prompt.json"
 check_same mlx4 "$FIX/quant_mlx4/model" "$FIX/quant_mlx4/ref/prompt.json"
+# Inkling 2 Mini as released (NVFP4 + MXFP8 experts, looped core: each visit of a core layer asks
+# the same expert owners).
+check_same inkling2-mini-q "$FIX/inkling2_loop_q/hf" "$FIX/inkling2_loop_q/ref/prompt.json"
 if [ "$NP" = 2 ]; then
   check_same bf16 "$FIX/bf16/og" "$FIX/bf16/ref/prompt.json"
   check_same mtp "$FIX/mtp/multi" "$FIX/full/ref/prompt.json" --draft 2
   # The default is fast: the expert ranks bind the kernels of rank 0's mode (exact here).
   check_same mlx4-exact "$FIX/quant_mlx4/model" "$FIX/quant_mlx4/ref/prompt.json" --numerics exact
   check_same bf16-exact "$FIX/bf16/og" "$FIX/bf16/ref/prompt.json" --numerics exact
+  check_same inkling2-small "$FIX/inkling2_mxfp8/tf" "$FIX/inkling2_mxfp8/ref/prompt.json"
 fi
 
 # serve: rank 0 serves HTTP with continuous batching (two requests at once), the other ranks

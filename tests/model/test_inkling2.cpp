@@ -133,6 +133,7 @@ TEST(Inkling2Config, RealMiniAndSmallCacheSlots) {
   EXPECT_EQ(mini->n_layers, 24);
   EXPECT_EQ(mini->schedule().size(), 48u);
   EXPECT_EQ(mini->cache_slots().size(), 48u);
+  EXPECT_EQ(mini->moe_visits(), 48);  // every layer MoE: the expert exchanges per decode token
   EXPECT_EQ(mini->eos_ids, std::vector<int32_t>{200006});
   // Visit order: prelude 0-5, the core three times (slots 6-17, 24-35, 36-47), coda 18-23.
   const auto plan = mini->schedule();

@@ -358,9 +358,8 @@ int MpiCluster::serve_experts(const std::string& dir, int n_threads, Numerics nu
     if (hd.layer == kStopLayer) return 0;
     const bool echo = hd.layer == kEchoLayer;
     const int64_t rows = hd.rows, k = hd.k, H = hd.hidden;
-    if ((!echo && (hd.layer < 0 || hd.layer >= int(md.weights.layers.size()) ||
-                   md.config.layers[size_t(hd.layer)].dense)) ||
-        k != md.config.top_k || H != md.config.hidden ||
+    const MoeWeights* w = md.weights.moe_at(echo ? -1 : hd.layer);
+    if ((!echo && !w) || k != md.config.top_k || H != md.config.hidden ||
         size_t(bytes) != sizeof hd + size_t(rows * k + rows * H) * 4) {
       std::fprintf(stderr, "error: [expert-parallel] rank %d: malformed request (layer %d)\n",
                    rank_, hd.layer);
@@ -374,9 +373,8 @@ int MpiCluster::serve_experts(const std::string& dir, int n_threads, Numerics nu
       if (ids[s] >= 0 && ids[s] < md.config.n_routed && expert_owner(ids[s], size_) == rank_)
         place[size_t(s)] = n_slots++;
     y.resize(size_t(std::max<int64_t>(n_slots * H, 1)));
-    const MoeWeights& w = md.weights.layers[size_t(echo ? 0 : hd.layer)].moe;
     for (int e = rank_; !echo && e < md.config.n_routed; e += size_)
-      run_routed_expert(w.routed[size_t(e)], e, x, rows, H, ids, int(k), buf, y.data(),
+      run_routed_expert(w->routed[size_t(e)], e, x, rows, H, ids, int(k), buf, y.data(),
                         place.data(), &pool);
     if (MPI_Send(y.data(), int(n_slots * H), MPI_FLOAT, 0, kReply, MPI_COMM_WORLD) != MPI_SUCCESS)
       return 1;
