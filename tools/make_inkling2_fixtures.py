@@ -205,15 +205,7 @@ def make_mxfp8_small(name: str) -> None:
                 assert torch.equal(deq, mine), f"{name}: MXFP8 dequantization disagrees at {k}"
                 p.copy_(deq)
                 quantized[k] = (vals, scale)
-    out = FIXTURES_DIR / name
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "ref").mkdir(parents=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        (out / "hf").mkdir()
-        for f in ("config.json", "model.safetensors"):
-            shutil.copy(Path(tmp) / f, out / "hf" / f)
+    out = save_original(model, name)
     counts = quantize_folder(out / "hf", spec["quant"])
     (out / "tf").mkdir()
     cfg = json.loads((out / "hf" / "config.json").read_text())
@@ -224,10 +216,26 @@ def make_mxfp8_small(name: str) -> None:
         sd[k] = vals
         sd[k + "_scale_inv"] = scale
     save_file(sd, str(out / "tf" / "model.safetensors"), metadata={"format": "pt"})
-    write_reference(name, spec, model, out, dict(counts, tf_tensors=len(quantized)), 0.0)
+    write_reference(name, spec, model, out, expert_tensors=dict(counts, tf_tensors=len(quantized)))
 
 
-def write_reference(name, spec, ref, out, counts, worst) -> None:
+def save_original(model, name: str) -> Path:
+    """A fresh tests/fixtures/<name> with ref/ and hf/ (save_pretrained: the original layout)."""
+    out = FIXTURES_DIR / name
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "ref").mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        (out / "hf").mkdir()
+        for f in ("config.json", "model.safetensors"):
+            shutil.copy(Path(tmp) / f, out / "hf" / f)
+    return out
+
+
+def write_reference(name, spec, ref, out, **extra) -> None:
+    """ref/: the prompt, teacher-forced logits, greedy ids and stats of model `ref`, self-checked
+    (cached greedy = recompute greedy; a prefill in two chunks = one pass)."""
     rng = np.random.default_rng(spec["seed"])
     V = ref.config.unpadded_vocab_size
     prompt = [int(x) for x in rng.integers(0, V, spec["prompt_len"])]
@@ -245,11 +253,10 @@ def write_reference(name, spec, ref, out, counts, worst) -> None:
     stats = dict(seed=spec["seed"], transformers=transformers.__version__, torch=torch.__version__,
                  max_abs_logit=float(logits.abs().max()), logit_std=float(logits.std()),
                  min_top1_margin=margin, chunked_prefill_max_diff=chunk_diff,
-                 expert_tensors=counts, max_rel_expert_quant_error=worst,
-                 greedy_cached_equals_recompute=True)
+                 greedy_cached_equals_recompute=True, **extra)
     (out / "ref" / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
-    print(f"{name}: {counts} max|logit| {stats['max_abs_logit']:.3f} margin {margin:.2e} "
-          f"quant err {worst:.3f} greedy {greedy[:8]}...")
+    print(f"{name}: max|logit| {stats['max_abs_logit']:.3f} std {stats['logit_std']:.3f} "
+          f"margin {margin:.2e} chunk diff {chunk_diff:.2e} {extra} greedy {greedy[:8]}...")
 
 
 def make_quantized(name: str) -> None:
@@ -259,15 +266,7 @@ def make_quantized(name: str) -> None:
     torch.manual_seed(spec["seed"])
     model = build(spec)
     randomize(model, spec["seed"])
-    out = FIXTURES_DIR / name
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "ref").mkdir(parents=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        (out / "hf").mkdir()
-        for f in ("config.json", "model.safetensors"):
-            shutil.copy(Path(tmp) / f, out / "hf" / f)
+    out = save_original(model, name)
     counts = quantize_folder(out / "hf", spec["quant"])
     # The oracle: transformers loading the quantized folder (it dequantizes the experts on load).
     ref = Inkling2LoopForCausalLM.from_pretrained(out / "hf", dtype=torch.float32,
@@ -281,7 +280,7 @@ def make_quantized(name: str) -> None:
             a, b = sd0[k].float(), sd1[k].float()
             worst = max(worst, float(((a - b).abs().amax() / a.abs().amax())))
     assert 0 < worst < 0.2, f"{name}: dequantized experts differ by {worst} of max"
-    write_reference(name, spec, ref, out, counts, worst)
+    write_reference(name, spec, ref, out, expert_tensors=counts, max_rel_expert_quant_error=worst)
 
 
 def build(spec):
@@ -386,29 +385,7 @@ def make(name: str) -> None:
     torch.manual_seed(spec["seed"])
     model = build(spec)
     randomize(model, spec["seed"])
-    rng = np.random.default_rng(spec["seed"])
-    V = model.config.unpadded_vocab_size
-    prompt = [int(x) for x in rng.integers(0, V, spec["prompt_len"])]
-
-    logits = logits_of(model, prompt)
-    chunked = chunked_logits(model, prompt, 13)
-    chunk_diff = float((chunked - logits).abs().max())
-    greedy = greedy_cached(model, prompt, N_GEN)
-    recompute = greedy_recompute(model, prompt, N_GEN)
-    assert greedy == recompute, f"{name}: cached greedy != recompute greedy"
-    assert chunk_diff < 1e-4 * float(logits.abs().max()), f"{name}: chunked prefill differs {chunk_diff}"
-    top2 = logits.topk(2, dim=-1).values
-    margin = float((top2[:, 0] - top2[:, 1]).min())
-
-    out = FIXTURES_DIR / name
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "ref").mkdir(parents=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        (out / "hf").mkdir()
-        for f in ("config.json", "model.safetensors"):
-            shutil.copy(Path(tmp) / f, out / "hf" / f)
+    out = save_original(model, name)
     (out / "tf").mkdir()
     shutil.copy(out / "hf" / "config.json", out / "tf" / "config.json")
     sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
@@ -416,18 +393,11 @@ def make(name: str) -> None:
     # The reloaded model must give the same logits (the saved layout is what the tests read).
     cls = Inkling2ForCausalLM if spec["cls"] == "inkling2" else Inkling2LoopForCausalLM
     re = cls.from_pretrained(out / "hf", dtype=torch.float32, attn_implementation="eager").eval()
-    assert torch.equal(logits_of(re, prompt), logits), f"{name}: reload changed the logits"
-
-    (out / "ref" / "prompt.json").write_text(json.dumps({"prompt_ids": prompt}) + "\n")
-    np.save(out / "ref" / "logits.npy", logits.numpy().astype(np.float32))
-    (out / "ref" / "greedy.json").write_text(json.dumps({"ids": greedy}) + "\n")
-    stats = dict(seed=spec["seed"], transformers=transformers.__version__, torch=torch.__version__,
-                 max_abs_logit=float(logits.abs().max()), logit_std=float(logits.std()),
-                 min_top1_margin=margin, chunked_prefill_max_diff=chunk_diff,
-                 greedy_cached_equals_recompute=True)
-    (out / "ref" / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
-    print(f"{name}: max|logit| {stats['max_abs_logit']:.3f} std {stats['logit_std']:.3f} "
-          f"margin {margin:.2e} chunk diff {chunk_diff:.2e} greedy {greedy[:8]}...")
+    prompt = [int(x) for x in np.random.default_rng(spec["seed"]).integers(
+        0, model.config.unpadded_vocab_size, spec["prompt_len"])]
+    assert torch.equal(logits_of(re, prompt), logits_of(model, prompt)), \
+        f"{name}: reload changed the logits"
+    write_reference(name, spec, model, out)
 
 
 def main() -> None:
