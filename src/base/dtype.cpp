@@ -16,6 +16,7 @@ size_t dtype_size(DType t) {
     case DType::F16:
       return 2;
     case DType::F8_E4M3:
+    case DType::F8_E8M0:
     case DType::U8:
     case DType::I8:
       return 1;
@@ -35,6 +36,8 @@ const char* dtype_name(DType t) {
       return "F16";
     case DType::F8_E4M3:
       return "F8_E4M3";
+    case DType::F8_E8M0:
+      return "F8_E8M0";
     case DType::U8:
       return "U8";
     case DType::I8:
@@ -53,9 +56,10 @@ std::optional<DType> parse_dtype(std::string_view n) {
   static constexpr struct {
     std::string_view name;
     DType t;
-  } kNames[] = {{"F32", DType::F32},         {"BF16", DType::BF16}, {"F16", DType::F16},
-                {"F8_E4M3", DType::F8_E4M3}, {"U8", DType::U8},     {"I8", DType::I8},
-                {"U32", DType::U32},         {"I32", DType::I32},   {"I64", DType::I64}};
+  } kNames[] = {{"F32", DType::F32},         {"BF16", DType::BF16},       {"F16", DType::F16},
+                {"F8_E4M3", DType::F8_E4M3}, {"F8_E8M0", DType::F8_E8M0}, {"U8", DType::U8},
+                {"I8", DType::I8},           {"U32", DType::U32},         {"I32", DType::I32},
+                {"I64", DType::I64}};
   for (const auto& e : kNames)
     if (e.name == n) return e.t;
   return std::nullopt;
@@ -93,6 +97,11 @@ float e4m3_to_f32(uint8_t b) {
   return table[b];
 }
 
+float e8m0_to_f32(uint8_t e) {
+  // The exponent field itself for e >= 1 (255: +inf), the subnormal 2^-127 for 0.
+  return bits_to_f32(e ? uint32_t(e) << 23 : uint32_t(1) << 22);
+}
+
 float load_as_f32(DType t, const void* data, size_t i) {
   const auto* p = static_cast<const uint8_t*>(data);
   switch (t) {
@@ -113,6 +122,8 @@ float load_as_f32(DType t, const void* data, size_t i) {
     }
     case DType::F8_E4M3:
       return e4m3_to_f32(p[i]);
+    case DType::F8_E8M0:
+      return e8m0_to_f32(p[i]);
     case DType::U8:
       return float(p[i]);
     case DType::I8:

@@ -10,7 +10,8 @@
 
 namespace inkling {
 
-enum class DType : uint8_t { F32, BF16, F16, F8_E4M3, U8, I8, U32, I32, I64 };
+// F8_E8M0: a power of two 2^(e - 127) per byte (MXFP8 block scales as torch's float8_e8m0fnu).
+enum class DType : uint8_t { F32, BF16, F16, F8_E4M3, F8_E8M0, U8, I8, U32, I32, I64 };
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // safetensors spelling: "F32", "BF16", ...
@@ -47,6 +48,9 @@ inline uint16_t f32_to_bf16(float f) {
 }
 float f16_to_f32(uint16_t h);
 float e4m3_to_f32(uint8_t b);  // OCP E4M3 "fn": bias 7, no inf, 0x7f/0xff = NaN, max 448
+// E8M0 exponent -> 2^(e - 127), as transformers computes it (exp2(e - 127) in f32: 0 gives the
+// subnormal 2^-127, 255 gives +inf where the OCP spec says NaN).
+float e8m0_to_f32(uint8_t e);
 
 // Reads element i of a buffer of dtype t as f32 (integers convert by value).
 float load_as_f32(DType t, const void* data, size_t i);

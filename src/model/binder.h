@@ -359,8 +359,8 @@ class Binder {
       return failv("[load] " + r.origin + ": MXFP8 block size 32 does not divide the row length " +
                    std::to_string(cols));
     if (!check_shape(r, with_lead(n, {rows, cols})) || !contiguous_cols(r)) return {};
-    if (s.dtype != DType::U8)
-      return failv("[load] " + s.origin + ": MXFP8 block scales must be U8 (E8M0), got " +
+    if (s.dtype != DType::U8 && s.dtype != DType::F8_E8M0)
+      return failv("[load] " + s.origin + ": MXFP8 block scales must be U8 or F8_E8M0, got " +
                    dtype_name(s.dtype));
     if (!check_shape(s, with_lead(n, {rows, cols / 32})) || !contiguous_cols(s)) return {};
     count("mxfp8", {&r, &s});

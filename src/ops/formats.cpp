@@ -245,7 +245,9 @@ constexpr Kernel kHwyGemmMxfp8{"hwy gemm mxfp8", hwy_gemm_rows};
 constexpr KernelSet kMxfp8[2] = {{{kHwyMxfp8, kHwyMxfp8, kHwyMxfp8}, mxfp8_dequant_row},
                                  {{kHwyMxfp8, kHwyMxfp8, kHwyGemmMxfp8}, mxfp8_dequant_row}};
 const KernelSet* select_mxfp8(const MatView& w, KernelMode) {
-  if (w.group != 32 || w.cols % 32 != 0 || w.scale_dtype != DType::U8) return nullptr;
+  if (w.group != 32 || w.cols % 32 != 0 ||
+      (w.scale_dtype != DType::U8 && w.scale_dtype != DType::F8_E8M0))
+    return nullptr;
   return &kMxfp8[hwy_gemm_mxfp8_supported(w)];
 }
 

@@ -16,11 +16,6 @@ float e2m1_to_f32(uint8_t code) {
   return (code & 8) ? -v : v;
 }
 
-float e8m0_to_f32(uint8_t e) {
-  // 2^(e - 127): the exponent field itself for e >= 1 (255: +inf), the subnormal 2^-127 for 0.
-  return bits_to_f32(e ? uint32_t(e) << 23 : uint32_t(1) << 22);
-}
-
 void dequant_row(const MatView& w, int64_t r, float* out) {
   kernels_of(w).dequant_row(w, r, out);
 }

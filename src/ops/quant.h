@@ -12,9 +12,6 @@ namespace inkling {
 
 // E2M1 code (bit 3 sign, bits 0-2 magnitude index) -> value.
 float e2m1_to_f32(uint8_t code);
-// E8M0 block exponent -> 2^(e - 127), as transformers computes it (exp2(e - 127) in f32: 0 gives
-// the subnormal 2^-127, 255 gives +inf where the OCP spec says NaN).
-float e8m0_to_f32(uint8_t e);
 
 // Writes the w.cols values of row r to out, through the row dequantizer the format registry
 // holds for w. Dense: the stored elements as f32 (ops/dense_scalar.h).

@@ -86,8 +86,8 @@ TEST(Mxfp8, ExtremeExponentsMatchScalarTwin) {
   // (e >= 247 takes the two-factor path; 254 is 2^127, the largest finite). Values stay within
   // f32 (beyond it the scalar twin's f32 row is inf, as transformers' dequantized weight would
   // be): below 2^-4 where e >= 246.
-  for (auto [lo, hi] : {std::pair{1, 12}, std::pair{238, 245}, std::pair{246, 254},
-                        std::pair{0, 254}}) {
+  for (auto [lo, hi] :
+       {std::pair{1, 12}, std::pair{238, 245}, std::pair{246, 254}, std::pair{0, 254}}) {
     QMat q = make_mxfp8(7, 256, 1, rng, lo, hi);
     if (hi >= 246)
       for (auto& b : q.codes) b &= 0x97;  // sign, mantissa and exponent field 0 or 2
@@ -155,6 +155,12 @@ TEST(Mxfp8, RegistryRefusesViewsItCannotRun) {
   EXPECT_FALSE(bind_kernels(bad));
   MatView ok = q.view;
   EXPECT_TRUE(bind_kernels(ok, KernelMode::kFast));  // fast mode: the exact kernels for now
+  MatView e8 = q.view;  // scales stored as F8_E8M0 (torch's float8_e8m0fnu): the same bytes
+  e8.scale_dtype = DType::F8_E8M0;
+  EXPECT_TRUE(bind_kernels(e8));
+  EXPECT_EQ(load_as_f32(DType::F8_E8M0, q.scales.data(), 0), e8m0_to_f32(q.scales[0]));
+  EXPECT_EQ(*parse_dtype("F8_E8M0"), DType::F8_E8M0);
+  EXPECT_EQ(dtype_size(DType::F8_E8M0), 1u);
   EXPECT_TRUE(bind_kernels(ok, KernelMode::kFastFine));
 }
 
