@@ -134,9 +134,13 @@ class Binder {
                    ": quantized codes must be U32 (MLX), U8 (NVFP4) or F8_E4M3 (MXFP8), got " +
                    dtype_name(r->dtype));
     if (biases) return affine(*r, *scales, *biases, mq, n, rows, cols);
-    if (amax || denom) return nvfp4_amax(*r, *scales, amax, denom, n, rows, cols);
-    if (r->dtype == DType::U8 || mq.mode == QuantMode::kNvfp4)
-      return nvfp4(*r, *scales, scale2, n, rows, cols);
+    if (amax || denom || r->dtype == DType::U8 || mq.mode == QuantMode::kNvfp4) {
+      const std::vector<float> s2 =
+          amax || denom ? amax_factors(*r, amax, denom, n) : scale2_factors(*r, scale2, n);
+      if (s2.empty()) return {};
+      count("nvfp4", {scale2, amax, denom});
+      return nvfp4(*r, *scales, s2, n, rows, cols);
+    }
     if (mq.mode == QuantMode::kMxfp4 || mq.mode == QuantMode::kOther)
       return failv("[load] " + r->origin + ": quantization mode " + quant_mode_name(mq.mode) +
                    " (" + mq.why + ") is not supported");
@@ -197,6 +201,10 @@ class Binder {
     if (status_.ok()) status_ = Status::error(std::move(msg));
   }
   std::vector<MatView> failv(std::string msg) {
+    fail(std::move(msg));
+    return {};
+  }
+  std::vector<float> failv_f(std::string msg) {
     fail(std::move(msg));
     return {};
   }
@@ -320,12 +328,10 @@ class Binder {
     const size_t ne = size_t(std::max<int64_t>(n, 1));
     const bool shape_ok = t.shape.size() <= 2 && (t.shape.size() < 2 || t.shape[1] == 1) &&
                           (numel == 1 || numel == int64_t(ne));
-    if (!shape_ok || !float_type(t.dtype)) {
-      fail("[load] " + t.origin + ": expected a float " + what + " of " +
-           (n > 0 ? "[" + std::to_string(n) + "] or " : std::string()) + "[] elements, got " +
-           shape_str(t.origin_shape) + " " + dtype_name(t.dtype));
-      return {};
-    }
+    if (!shape_ok || !float_type(t.dtype))
+      return failv_f("[load] " + t.origin + ": expected a float " + what + " of " +
+                     (n > 0 ? "[" + std::to_string(n) + "] or " : std::string()) +
+                     "[] elements, got " + shape_str(t.origin_shape) + " " + dtype_name(t.dtype));
     std::vector<float> out(ne);
     for (size_t e = 0; e < ne; ++e)
       out[e] = load_as_f32(t.dtype, t.data,
@@ -333,23 +339,31 @@ class Binder {
     return out;
   }
 
-  // Inkling 2's NVFP4 experts: ModelOpt's blocks with scale2 = amax[e] / outer_scale_denominator
-  // (transformers' Inkling2LoopDequantizeExperts: both as f32, one division).
-  std::vector<MatView> nvfp4_amax(const TensorRef& r, const TensorRef& s, const TensorRef* amax,
-                                  const TensorRef* denom, int64_t n, int64_t rows, int64_t cols) {
+  // NVFP4's per-tensor (per-expert) factor, n of them (1 for n = 0): ModelOpt's scale2 (U8 codes
+  // always ship it; MLX nvfp4, U32 codes, may omit it: 1).
+  std::vector<float> scale2_factors(const TensorRef& r, const TensorRef* s2, int64_t n) {
+    if (s2) return per_expert(*s2, n, "scale2");
+    if (r.dtype == DType::U8)
+      return failv_f("[load] " + r.origin +
+                     ".scale2: missing (an NVFP4 weight needs its per-tensor scale2)");
+    return std::vector<float>(size_t(std::max<int64_t>(n, 1)), 1.f);
+  }
+
+  // Inkling 2's NVFP4 experts: scale2 = amax[e] / outer_scale_denominator (transformers'
+  // Inkling2LoopDequantizeExperts: both as f32, one division).
+  std::vector<float> amax_factors(const TensorRef& r, const TensorRef* amax, const TensorRef* denom,
+                                  int64_t n) {
     if (!amax || !denom)
-      return failv("[load] " + r.origin + ": NVFP4 experts need both " + r.origin + "_amax and " +
-                   r.origin + "_outer_scale_denominator (found only " +
-                   (amax ? amax : denom)->origin + ")");
+      return failv_f("[load] " + r.origin + ": NVFP4 experts need both " + r.origin + "_amax and " +
+                     r.origin + "_outer_scale_denominator (found only " +
+                     (amax ? amax : denom)->origin + ")");
     if (r.dtype != DType::U8)
-      return failv("[load] " + r.origin + ": NVFP4 codes must be U8, got " + dtype_name(r.dtype));
-    const std::vector<float> a = per_expert(*amax, n, "amax");
+      return failv_f("[load] " + r.origin + ": NVFP4 codes must be U8, got " + dtype_name(r.dtype));
+    std::vector<float> a = per_expert(*amax, n, "amax");
     const std::vector<float> d = per_expert(*denom, n, "outer_scale_denominator");
     if (a.empty() || d.empty()) return {};
-    std::vector<MatView> v = nvfp4(r, s, nullptr, n, rows, cols, /*need_scale2=*/false);
-    for (size_t e = 0; e < v.size(); ++e) v[e].scale2 = a[e] / d[e];
-    count("nvfp4", {amax, denom});
-    return v;
+    for (size_t e = 0; e < a.size(); ++e) a[e] /= d[e];
+    return a;
   }
 
   // MXFP8: E4M3 values [.., rows, cols], U8 (E8M0) exponents [.., rows, cols / 32].
@@ -373,8 +387,10 @@ class Binder {
     });
   }
 
-  std::vector<MatView> nvfp4(const TensorRef& r, const TensorRef& s, const TensorRef* s2, int64_t n,
-                             int64_t rows, int64_t cols, bool need_scale2 = true) {
+  // NVFP4 codes and block scales; `scale2` holds the factor of each of the n (or 1) matrices.
+  std::vector<MatView> nvfp4(const TensorRef& r, const TensorRef& s,
+                             const std::vector<float>& scale2, int64_t n, int64_t rows,
+                             int64_t cols) {
     const std::string& o = r.origin;
     if (cols % 16 != 0)
       return failv("[load] " + o + ": NVFP4 block size 16 does not divide the row length " +
@@ -385,24 +401,7 @@ class Binder {
       return failv("[load] " + s.origin + ": NVFP4 block scales must be F8_E4M3 (or U8), got " +
                    dtype_name(s.dtype));
     if (!check_shape(s, with_lead(n, {rows, cols / 16})) || !contiguous_cols(s)) return {};
-    // ModelOpt (U8 codes) always ships the per-tensor scale2; MLX nvfp4 (U32) may omit it.
-    std::vector<float> scale2(size_t(std::max<int64_t>(n, 1)), 1.f);
-    if (!s2 && r.dtype == DType::U8 && need_scale2)
-      return failv("[load] " + o +
-                   ".scale2: missing (an NVFP4 weight needs its per-tensor scale2)");
-    if (s2) {
-      const bool ok = n > 0 ? s2->shape == std::vector<int64_t>{n}
-                            : (s2->shape.empty() || s2->shape == std::vector<int64_t>{1});
-      if (!ok || !float_type(s2->dtype))
-        return failv("[load] " + s2->origin + ": expected a float scale2 of shape " +
-                     (n > 0 ? shape_str({n}) : std::string("[] or [1]")) + ", got " +
-                     shape_str(s2->origin_shape) + " " + dtype_name(s2->dtype));
-      for (size_t e = 0; e < scale2.size(); ++e)
-        scale2[e] = load_as_f32(
-            s2->dtype, s2->data,
-            size_t(s2->shape.empty() ? 0 : e) * size_t(s2->strides.empty() ? 1 : s2->strides[0]));
-    }
-    count("nvfp4", {&r, &s, s2});
+    count("nvfp4", {&r, &s});
     return views(r, &s, nullptr, n, [&](MatView v, int64_t e) {
       v.format = WeightFormat::kNvfp4;
       v.cols = cols;

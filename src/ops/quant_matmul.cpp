@@ -302,12 +302,12 @@ void Nvfp4Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r
   }
 }
 
-// MXFP8 rows for NT tokens, R rows at a time (sharing each x load): per block of 32 columns,
-// sum(x * e4m3) in f32 lanes over two accumulators (even and odd vectors of the block: two FMA
-// chains), then the block's power-of-two factor (exact, so the order of the two only matters at
-// the range's ends). Each (row, token) sums in the same order whatever NT and R are. R = 1
-// everywhere: on AVX2 (2 vCPU EPYC) R = 2 and 4 measured 0.6x and 0.5x of it (register spills).
-template <int NT, int R>
+// MXFP8 rows for NT tokens: per block of 32 columns, sum(x * e4m3) in f32 lanes over two
+// accumulators (even and odd vectors of the block: two FMA chains), then the block's power-of-two
+// factor (exact, so the order of the two only matters at the range's ends). Each (row, token)
+// sums in the same order whatever NT is. One row at a time: on AVX2 (2 vCPU EPYC) two or four
+// rows sharing each x load measured 0.6x and 0.5x of it (register spills).
+template <int NT>
 void Mxfp8Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r0, int64_t r1,
                float* y, int64_t ldy) {
   const hn::CappedTag<float, 16> d;  // N divides 32: a vector never straddles two blocks
@@ -315,46 +315,29 @@ void Mxfp8Rows(const float* x, int64_t ldx, const inkling::MatView& w, int64_t r
   const int64_t N = int64_t(hn::Lanes(d));
   const int64_t nblocks = w.cols / 32;
   const auto zero = hn::Zero(d);
-  for (int64_t rb = r0; rb < r1; rb += R) {
-    if (rb + R > r1) {  // fewer than R rows left: the same per-row arithmetic one row at a time
-      Mxfp8Rows<NT, 1>(x, ldx, w, rb, r1, y, ldy);
-      return;
-    }
-    const uint8_t* codes[R];
-    const uint8_t* srow[R];
-    VF tot[R][NT];
-    for (int i = 0; i < R; ++i) {
-      codes[i] = w.row(rb + i);
-      srow[i] = w.scales + size_t((rb + i) * w.scale_stride);
-      for (int t = 0; t < NT; ++t) tot[i][t] = zero;
-    }
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* codes = w.row(r);
+    const uint8_t* srow = w.scales + size_t(r * w.scale_stride);
+    VF tot[NT];
+    for (int t = 0; t < NT; ++t) tot[t] = zero;
     for (int64_t blk = 0; blk < nblocks; ++blk) {
-      VF acc[2][R][NT];
-      for (int i = 0; i < R; ++i)
-        for (int t = 0; t < NT; ++t) acc[0][i][t] = acc[1][i][t] = zero;
+      VF acc[2][NT];
+      for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = zero;
       for (int64_t c = blk * 32; c < blk * 32 + 32; c += 2 * N)  // 2N <= 32 divides 32
         for (int j = 0; j < 2; ++j) {
-          VF q[R];
-          for (int i = 0; i < R; ++i) q[i] = E4m3Over256(d, codes[i] + c + j * N);
-          for (int t = 0; t < NT; ++t) {
-            const VF xv = hn::LoadU(d, x + t * ldx + c + j * N);
-            for (int i = 0; i < R; ++i) acc[j][i][t] = hn::MulAdd(xv, q[i], acc[j][i][t]);
-          }
+          const VF q = E4m3Over256(d, codes + c + j * N);
+          for (int t = 0; t < NT; ++t)
+            acc[j][t] = hn::MulAdd(hn::LoadU(d, x + t * ldx + c + j * N), q, acc[j][t]);
         }
-      for (int i = 0; i < R; ++i) {
-        float f1, f2;
-        mxfp8_block_factor(srow[i][blk], &f1, &f2);
-        const auto vs = hn::Set(d, f1);
-        const auto v2 = hn::Set(d, f2);
-        for (int t = 0; t < NT; ++t) {
-          const VF a = hn::Add(acc[0][i][t], acc[1][i][t]);
-          tot[i][t] =
-              f2 == 1.f ? hn::MulAdd(vs, a, tot[i][t]) : hn::MulAdd(v2, hn::Mul(vs, a), tot[i][t]);
-        }
+      float f1, f2;
+      mxfp8_block_factor(srow[blk], &f1, &f2);
+      const auto vs = hn::Set(d, f1), v2 = hn::Set(d, f2);
+      for (int t = 0; t < NT; ++t) {
+        const VF a = hn::Add(acc[0][t], acc[1][t]);
+        tot[t] = f2 == 1.f ? hn::MulAdd(vs, a, tot[t]) : hn::MulAdd(v2, hn::Mul(vs, a), tot[t]);
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int t = 0; t < NT; ++t) y[t * ldy + rb + i] = hn::GetLane(hn::SumOfLanes(d, tot[i][t]));
+    for (int t = 0; t < NT; ++t) y[t * ldy + r] = hn::GetLane(hn::SumOfLanes(d, tot[t]));
   }
 }
 
@@ -380,16 +363,16 @@ void QuantMatmulRows(const float* x, int64_t n_tok, int64_t ldx, const inkling::
     if (w.format == inkling::WeightFormat::kMxfp8) {
       switch (nt) {
         case 1:
-          Mxfp8Rows<1, 1>(xb, ldx, w, r0, r1, yb, ldy);
+          Mxfp8Rows<1>(xb, ldx, w, r0, r1, yb, ldy);
           break;
         case 2:
-          Mxfp8Rows<2, 1>(xb, ldx, w, r0, r1, yb, ldy);
+          Mxfp8Rows<2>(xb, ldx, w, r0, r1, yb, ldy);
           break;
         case 3:
-          Mxfp8Rows<3, 1>(xb, ldx, w, r0, r1, yb, ldy);
+          Mxfp8Rows<3>(xb, ldx, w, r0, r1, yb, ldy);
           break;
         default:
-          Mxfp8Rows<4, 1>(xb, ldx, w, r0, r1, yb, ldy);
+          Mxfp8Rows<4>(xb, ldx, w, r0, r1, yb, ldy);
           break;
       }
       continue;
