@@ -52,7 +52,8 @@ def safetensors():
 
 def configs():
     for sub in ["defaults/hf", "defaults/og", "full/hf", "full/og", "hfspell/hf",
-                "quant_mlx4/model", "quant_mlxvlm/model", "quant_nvfp4/model"]:
+                "quant_mlx4/model", "quant_mlxvlm/model", "quant_nvfp4/model", "inkling2/hf",
+                "inkling2_loop/tf", "inkling2_loop_q/hf", "inkling2_mxfp8/tf", "inkling2_loop_mlx/mlx"]:
         p = os.path.join(FIX, sub, "config.json")
         if os.path.exists(p):
             cfg = open(p, "rb").read()

@@ -29,6 +29,14 @@ logits of a prefill split in two chunks (cache) equal the single pass.
 in NVFP4 (E2M1 codes, E4M3 scale per 16, per-expert amax / outer_scale_denominator) and MXFP8
 (E4M3 values, E8M0 exponent per 32) in the original layout (hf/ only); its reference is
 transformers loading that folder, which dequantizes the experts on load.
+
+``inkling2_loop_mlx`` is Mini quantized by MLX itself: a random model saved as a source in both
+layouts (hf/ original, tf/ transformers), and mlx/ holding what `inkling quantize` writes for it,
+made here by ``mx.quantize`` (MLX affine, several widths and groups per module, one module kept
+as floats): transformers' names, the routed experts stacked as mlp.switch_mlp.{gate,up,down}_proj,
+a config.json ``quantization`` block. Its reference is transformers holding the weights
+``mx.dequantize`` returns. The C++ tests check that the engine runs mlx/ to the reference, and
+that `inkling quantize` of either source writes mlx/ byte for byte (tests/app).
 """
 
 from __future__ import annotations
@@ -88,6 +96,16 @@ COMMON = dict(
     pad_token_id=None,
 )
 
+# The specs of inkling2_loop_mlx beyond the main q4/g32, in `inkling quantize --override` terms
+# (tests/app/test_cli_quantize_inkling2.cpp passes the same): (group or module, bits, group),
+# bits None = kept as floats. Later entries win.
+MLX_OVERRIDES = [
+    ("attention", 8, 64),
+    ("embed", 6, 32),
+    ("head", 5, 64),
+    ("model.layers.0.self_attn.o_proj.linear", None, None),
+]
+
 FIXTURES = {
     # 8 layers, blocks at 0, 3, 6; full layers 2 and 5 (a boundary-adjacent full layer) and 6
     # (a full layer *on* a boundary, whose 3-query input mixes the just-finished block).
@@ -120,6 +138,16 @@ FIXTURES = {
                            cfg=dict(COMMON, num_hidden_layers=8, hidden_size=64,
                                     moe_intermediate_size=32,
                                     layer_types=[S, S, F, S, S, F, F, S])),
+    # Inkling 2 Mini quantized by MLX (see the module docstring); every attention row length a
+    # multiple of 64 so the 8-bit g64 attention spec applies everywhere but where kept as floats.
+    "inkling2_loop_mlx": dict(cls="inkling2_loop", seed=2030, prompt_len=40,
+                              mlx=dict(bits=4, group=32, overrides=MLX_OVERRIDES),
+                              cfg=dict(COMMON, num_hidden_layers=9, hidden_size=64,
+                                       moe_intermediate_size=32, num_attention_heads=8,
+                                       swa_head_dim=16,
+                                       layer_types=[S, F, S, S, F, S, F, S, S],
+                                       loop_layer_index_start=3, loop_layer_index_end=6,
+                                       loop_num_passes=3, loop_gate_rank=5)),
 }
 
 E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
@@ -217,6 +245,111 @@ def make_mxfp8_small(name: str) -> None:
         sd[k + "_scale_inv"] = scale
     save_file(sd, str(out / "tf" / "model.safetensors"), metadata={"format": "pt"})
     write_reference(name, spec, model, out, expert_tensors=dict(counts, tf_tensors=len(quantized)))
+
+
+# transformers state-dict names of the Linear weights of an Inkling 2 layer, by module group.
+MLX_ATTENTION = ("self_attn.q_proj.linear", "self_attn.k_proj.linear", "self_attn.v_proj.linear",
+                 "self_attn.k_proj.sconv.weight_proj", "self_attn.v_proj.sconv.weight_proj",
+                 "self_attn.relative_position_bias.linear", "self_attn.sink_proj",
+                 "self_attn.o_proj.gate_proj", "self_attn.o_proj.linear")
+
+
+def mlx_group(module: str):
+    """The quantize group of an output module path, or None for tensors copied as stored."""
+    if module == "model.embed_tokens":
+        return "embed"
+    if module == "lm_head":
+        return "head"
+    if module.endswith(".mlp.gate"):
+        return "router"
+    if ".mlp.switch_mlp." in module:
+        return "experts"
+    if module.endswith(MLX_ATTENTION):
+        return "attention"
+    return None
+
+
+def mlx_spec(module: str, group: str, q):
+    """(bits, group_size) of a module, or None when kept as floats; as `inkling quantize` plans."""
+    if group == "router":
+        return None
+    spec = (q["bits"], q["group"])
+    for pattern, bits, gs in q["overrides"]:
+        if pattern in (group, module):
+            spec = None if bits is None else (bits, gs)
+    return spec
+
+
+def make_mlx(name: str) -> None:
+    import mlx.core as mx
+
+    spec = FIXTURES[name]
+    q = spec["mlx"]
+    model, out, sd = save_both(name, spec)
+    # Output modules: the state dict's Linear weights, the experts' gate_up_proj split in halves.
+    modules = {}
+    for k, v in sd.items():
+        if k.endswith("mlp.experts.gate_up_proj"):
+            stem = k[: -len("experts.gate_up_proj")] + "switch_mlp."
+            half = v.shape[1] // 2
+            modules[stem + "gate_proj"] = (v[:, :half], k, 0)
+            modules[stem + "up_proj"] = (v[:, half:], k, half)
+        elif k.endswith("mlp.experts.down_proj"):
+            modules[k[: -len("experts.down_proj")] + "switch_mlp.down_proj"] = (v, k, None)
+        elif k.endswith(".weight") and mlx_group(k[:-7]):
+            modules[k[:-7]] = (v, k, None)
+    written = {k: mx.array(v.numpy()) for k, v in sd.items()
+               if not (k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj")
+                       or (k.endswith(".weight") and mlx_group(k[:-7])))}
+    quantization = {"group_size": q["group"], "bits": q["bits"], "mode": "affine"}
+    dequantized = {}
+    counts = {}
+    for module, (w, key, row0) in modules.items():
+        group = mlx_group(module)
+        s = mlx_spec(module, group, q)
+        counts[f"{group} {'float' if s is None else f'q{s[0]}/g{s[1]}'}"] = \
+            counts.get(f"{group} {'float' if s is None else f'q{s[0]}/g{s[1]}'}", 0) + 1
+        if s is None:
+            written[module + ".weight"] = mx.array(w.numpy())
+            quantization[module] = False
+            continue
+        codes, scales, biases = mx.quantize(mx.array(w.numpy()), group_size=s[1], bits=s[0])
+        written[module + ".weight"], written[module + ".scales"], written[module + ".biases"] = \
+            codes, scales, biases
+        deq = torch.from_numpy(np.array(mx.dequantize(codes, scales, biases, group_size=s[1],
+                                                      bits=s[0])))
+        if row0 is None:
+            dequantized[key] = deq
+        else:
+            dequantized.setdefault(key, sd[key].clone())[:, row0:row0 + deq.shape[1]] = deq
+        if s != (q["bits"], q["group"]) or w.numel() % 64 != 0:
+            quantization[module] = {"group_size": s[1], "bits": s[0], "mode": "affine"}
+    (out / "mlx").mkdir()
+    cfg = json.loads((out / "tf" / "config.json").read_text())
+    cfg["quantization"] = quantization
+    cfg["quantization_config"] = quantization
+    (out / "mlx" / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    mx.save_safetensors(str(out / "mlx" / "model.safetensors"), written, metadata={"format": "mlx"})
+    # The oracle: the same model holding MLX's dequantized weights.
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for key, deq in dequantized.items():
+            params[key].copy_(deq)
+    write_reference(name, spec, model, out, mlx=mx.__version__, modules=counts)
+
+
+def save_both(name: str, spec):
+    """A fresh random model of `spec` saved in both layouts (hf/ original, tf/ transformers'
+    in-memory names); returns the model, the fixture folder and the state dict."""
+    torch.manual_seed(spec["seed"])
+    model = build(spec)
+    randomize(model, spec["seed"])
+    out = save_original(model, name)
+    (out / "tf").mkdir()
+    shutil.copy(out / "hf" / "config.json", out / "tf" / "config.json")
+    sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    save_file(sd, str(out / "tf" / "model.safetensors"), metadata={"format": "pt"})
+    return model, out, sd
 
 
 def save_original(model, name: str) -> Path:
@@ -382,14 +515,7 @@ def chunked_logits(model, ids, split):
 
 def make(name: str) -> None:
     spec = FIXTURES[name]
-    torch.manual_seed(spec["seed"])
-    model = build(spec)
-    randomize(model, spec["seed"])
-    out = save_original(model, name)
-    (out / "tf").mkdir()
-    shutil.copy(out / "hf" / "config.json", out / "tf" / "config.json")
-    sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-    save_file(sd, str(out / "tf" / "model.safetensors"), metadata={"format": "pt"})
+    model, out, sd = save_both(name, spec)
     # The reloaded model must give the same logits (the saved layout is what the tests read).
     cls = Inkling2ForCausalLM if spec["cls"] == "inkling2" else Inkling2LoopForCausalLM
     re = cls.from_pretrained(out / "hf", dtype=torch.float32, attn_implementation="eager").eval()
@@ -404,7 +530,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*", default=list(FIXTURES))
     for n in ap.parse_args().names:
-        (make_quantized if "quant" in FIXTURES[n] else make)(n)
+        spec = FIXTURES[n]
+        (make_mlx if "mlx" in spec else make_quantized if "quant" in spec else make)(n)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-// output_config(): rewrites the source config for the mlx-vlm layout; every value the engine
-// parsed is kept, only spellings change, so the quantized folder describes the same model.
+// output_config(): rewrites the source config for the output layout (mlx-vlm's for Inkling v1,
+// the source's own for Inkling 2); every value the engine parsed is kept, only spellings change,
+// so the quantized folder describes the same model.
 #include "quantize_config.h"
 
 namespace inkling::cli {
@@ -11,6 +12,15 @@ Result<std::string> output_config(const std::string& source_text, const ModelCon
   if (src.is_discarded() || !src.is_object())
     return Status::error("[quantize] config.json: not a JSON object");
   ordered_json top;
+  if (c.family == Family::kInkling2) {
+    // Inkling 2 keeps its config as found (transformers' spellings, which the output's tensor
+    // names follow); only the quantization blocks are replaced.
+    if (src.contains("text_config") && src["text_config"].is_object())
+      for (const char* k : {"quantization", "quantization_config"}) src["text_config"].erase(k);
+    src["quantization"] = quantization;
+    src["quantization_config"] = quantization;
+    return src.dump(2) + "\n";
+  }
   if (src.contains("text_config") && src["text_config"].is_object()) {
     top = src;
   } else {

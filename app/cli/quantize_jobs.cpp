@@ -36,6 +36,15 @@ bool is_float(DType t) {
   return t == DType::F32 || t == DType::BF16 || t == DType::F16;
 }
 
+// A small tensor the source stores otherwise and binding assembled: Inkling 2 Mini's message
+// queries, two tensors in the original layout and one [core, 4, H] in transformers'.
+const std::vector<float>* assembled(const Source& src, const std::string& name) {
+  if (name == "model.message_input.query" && !src.tensors.count(name) &&
+      !src.weights.v2.message_query.empty())
+    return &src.weights.v2.message_query;
+  return nullptr;
+}
+
 Status write_module(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool& pool,
                     const std::atomic<bool>& stop, const ProgressFn& progress) {
   const Module& m = *j.module;
@@ -103,7 +112,9 @@ Status write_module(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool
 Status write_small(const Job& j, SafetensorsWriter& w, size_t first) {
   const TensorDecl& d = j.decls[0];
   std::vector<uint8_t> out(size_t(d.nbytes()));
-  if (!j.ref) {  // generated: ones
+  if (j.values) {
+    std::memcpy(out.data(), j.values->data(), out.size());
+  } else if (!j.ref) {  // generated: ones
     for (size_t i = 0; i < out.size() / 4; ++i) store_float(DType::F32, 1.0f, out.data() + i * 4);
   } else if (row_major(*j.ref)) {
     std::memcpy(out.data(), j.ref->data, out.size());
@@ -161,7 +172,11 @@ Result<std::vector<Job>> make_jobs(const Source& src, Plan& plan, std::optional<
     } else {
       SmallTensor& t = std::get<SmallTensor>(item);
       j.small = &t;
-      if (!t.source.empty()) {
+      const std::vector<float>* values = assembled(src, t.source);
+      if (values && size_t(numel(t.shape)) == values->size()) {
+        j.values = values;
+        t.dtype = DType::F32;
+      } else if (!t.source.empty()) {
         auto it = src.tensors.find(t.source);
         if (it == src.tensors.end())
           return Status::error("[quantize] " + src.dir + ": missing tensor '" + t.source + "'");

@@ -20,9 +20,10 @@ struct Job {
   const Module* module = nullptr;  // a matrix, quantized or kept as floats
   RowSource rows;                  // its source rows
   const SmallTensor* small = nullptr;
-  const TensorRef* ref = nullptr;   // the small tensor's source (null: generated ones)
-  const TensorInfo* raw = nullptr;  // an MTP tensor copied as stored
-  std::vector<TensorDecl> decls;    // the output tensors, in file order
+  const TensorRef* ref = nullptr;              // the small tensor's source (null: generated ones)
+  const TensorInfo* raw = nullptr;             // an MTP tensor copied as stored
+  const std::vector<float>* values = nullptr;  // a small tensor binding assembled (F32)
+  std::vector<TensorDecl> decls;               // the output tensors, in file order
   uint64_t bytes = 0;
 };
 

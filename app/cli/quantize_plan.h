@@ -1,6 +1,7 @@
-// The output of `inkling quantize`, derived from the config alone: every tensor of the mlx-vlm
-// layout in file order, each matrix (module) with the spec the recipe, --modules and the
-// overrides give it. The dry run prints its sizes; the real run binds sources to it.
+// The output of `inkling quantize`, derived from the config alone: every tensor of the output
+// layout in file order (mlx-vlm's for Inkling v1, transformers' names for Inkling 2), each matrix
+// (module) with the spec the recipe, --modules and the overrides give it. The dry run prints its
+// sizes; the real run binds sources to it.
 #pragma once
 
 #include <optional>
@@ -40,7 +41,17 @@ enum class Role : uint8_t {
   kMtpR,
   kMtpO,
   kMtpGateUp,  // mlp.w13_dn: gate and up rows interleaved (g0, u0, g1, u1, ...), as released
-  kMtpDown
+  kMtpDown,
+  // Inkling 2's attention (separate q / k / v / relative-bias linears, the sink logits, the
+  // output gate, the full layers' dynamic-conv tap projections)
+  kQ,
+  kK,
+  kV,
+  kR,
+  kSink,
+  kOGate,
+  kKDyn,
+  kVDyn
 };
 
 // One matrix of the output (a Linear / Embedding / SwitchLinear of mlx-vlm).

@@ -57,6 +57,26 @@ constexpr Recipe kRecipes[] = {
      3,
      64,
      {Q8, Q8, Q8, Q8, K, M, Q8, Q8}},
+    // Inkling 2: every attention matrix of Mini's looped core is read once per pass (three times
+    // per token), so it is 8-bit in these, not kept as floats.
+    {"mini-16gb",
+     "Inkling 2 Mini for 16 GB: routed experts 3-bit g64 (the main spec), every other module "
+     "8-bit g64: 11.6 GiB, 14.0 GiB to run a 32k context (see --dry-run)",
+     3,
+     64,
+     {Q8, Q8, Q8, Q8, K, M, Q8, Q8}},
+    {"mini-24gb",
+     "Inkling 2 Mini for 24 GB: routed experts 5-bit g64 (the main spec), every other module "
+     "8-bit g64: 17.3 GiB, 19.7 GiB to run a 32k context",
+     5,
+     64,
+     {Q8, Q8, Q8, Q8, K, M, Q8, Q8}},
+    {"small-256gb",
+     "Inkling 2 Small for 256 GB: routed experts 3-bit g64 (the main spec), every other module "
+     "8-bit g64: 245.9 GiB, 248.3 GiB to run a 32k context",
+     3,
+     64,
+     {Q8, Q8, Q8, Q8, K, M, Q8, Q8}},
 };
 
 bool parse_int(const std::string& s, int* out) {

@@ -99,10 +99,13 @@ uint64_t print_report(const ModelConfig& c, const Plan& plan, const ReportOption
                 static_cast<long long>(kept_by_shape), kept_example.c_str());
 
   // KV cache: global layers keep every position; sliding layers a ring of W - 1 + chunk rows.
+  // One cache per layer visit (Inkling 2 Mini's looped core keeps one per pass).
   double global_per_token = 0, sliding = 0, conv = 0;
   int n_global = 0, n_sliding = 0;
   const int64_t ring = std::min<int64_t>(o.context, c.window - 1 + kPrefillChunk);
-  for (const LayerSpec& l : c.layers) {
+  const std::vector<LayerSpec> slots = c.cache_slots();
+  const char* layers = slots.size() > c.layers.size() ? "layer visits" : "layers";
+  for (const LayerSpec& l : slots) {
     const double row = 2.0 * l.n_kv_heads * l.head_dim * 4;  // k and v, f32
     if (l.sliding) {
       sliding += row * double(ring);
@@ -117,10 +120,10 @@ uint64_t print_report(const ModelConfig& c, const Plan& plan, const ReportOption
   const double kv16 = kv32 / 2;
   const double scratch = double(Scratch::footprint(c, kPrefillChunk));
   std::printf(
-      "\n  KV cache at %lld tokens: f32 %.3f GiB, bf16 %.3f GiB (%d global layers: %.1f KiB "
-      "per token in f32; %d sliding layers: rings of %lld rows)\n",
-      static_cast<long long>(o.context), kv32 / kGiB, kv16 / kGiB, n_global,
-      global_per_token / 1024, n_sliding, static_cast<long long>(ring));
+      "\n  KV cache at %lld tokens: f32 %.3f GiB, bf16 %.3f GiB (%d global %s: %.1f KiB "
+      "per token in f32; %d sliding %s: rings of %lld rows)\n",
+      static_cast<long long>(o.context), kv32 / kGiB, kv16 / kGiB, n_global, layers,
+      global_per_token / 1024, n_sliding, layers, static_cast<long long>(ring));
   std::printf("  conv states %.3f GiB, session scratch %.3f GiB (prefill chunk %lld)\n",
               conv / kGiB, scratch / kGiB, static_cast<long long>(kPrefillChunk));
   const double with32 = double(total.bytes) + kv32 + conv + scratch;
@@ -136,7 +139,7 @@ uint64_t print_report(const ModelConfig& c, const Plan& plan, const ReportOption
       std::printf("  fits %.0f GiB with %lld tokens (f32 KV): no, %.2f GiB short\n", o.memory_gib,
                   static_cast<long long>(o.context), -left);
   }
-  if (o.mtp_bytes)
+  if (o.mtp_bytes && *o.mtp_bytes > 0)
     std::printf("  MTP tensors copied as stored: %.3f GiB on disk (not loaded for text)\n",
                 double(*o.mtp_bytes) / kGiB);
   return total.bytes;

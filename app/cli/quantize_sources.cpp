@@ -10,6 +10,8 @@
 #include <filesystem>
 
 #include "base/mapped_file.h"
+#include "model/inkling2/bind.h"
+#include "model/inkling2/layouts.h"
 #include "ops/quant.h"
 
 namespace inkling::cli {
@@ -39,10 +41,7 @@ Result<std::unique_ptr<Source>> Source::open(const std::string& dir, bool bind_m
   if (!text.ok()) return text.status().with_context("[quantize] ");
   s->config_text = std::move(text).value();
   INK_ASSIGN_OR_RETURN(s->config, load_config(dir));
-  if (s->config.family != Family::kInkling)
-    return Status::error("[quantize] " + dir + ": quantizing " + family_name(s->config.family) +
-                         " checkpoints is not supported yet (Inkling v1 only); run it as " +
-                         "released (bf16 / f32)");
+  const bool v2 = s->config.family == Family::kInkling2;
   auto store = TensorStore::open_dir(dir);
   if (!store.ok()) return store.status().with_context("[load] ");
   s->store = std::move(store).value();
@@ -66,6 +65,17 @@ Result<std::unique_ptr<Source>> Source::open(const std::string& dir, bool bind_m
   }
   bind_mtp |= s->mtp_quantized && !s->config.mtp.depths.empty();
   SanitizeReport report;
+  if (v2) {
+    // As the engine loads Inkling 2 (model/engine.cpp): no MTP depths to bind.
+    if (bind_mtp)
+      return Status::error("[quantize] " + dir + ": --mtp quantize, but " +
+                           family_name(s->config.family) + " has no MTP depths");
+    INK_ASSIGN_OR_RETURN(s->tensors, sanitize_inkling2(refs_from_store(s->store), &report));
+    s->layout = report.layout;
+    INK_ASSIGN_OR_RETURN(s->quant, load_quant_config(dir));
+    INK_ASSIGN_OR_RETURN(s->weights, bind_inkling2(s->config, s->tensors, s->quant));
+    return s;
+  }
   INK_ASSIGN_OR_RETURN(s->tensors, sanitize(refs_from_store(s->store), &report));
   s->layout = report.layout;
   if (bind_mtp) {
@@ -88,6 +98,11 @@ Result<std::unique_ptr<Source>> Source::open(const std::string& dir, bool bind_m
   if (bind_mtp && s->weights.mtp.size() != s->config.mtp.depths.size())
     return Status::error("[quantize] " + dir + ": the MTP depths did not bind");
   return s;
+}
+
+void RowSource::append(const MatView& v) {
+  const int64_t row0 = bands_.empty() ? 0 : bands_.back().row0 + bands_.back().rows;
+  bands_.push_back({row0, v.rows, {{v, 0}}});
 }
 
 const RowSource::Band& RowSource::band_of(int64_t r) const {
@@ -183,16 +198,13 @@ void RowSource::release(int64_t r0, int64_t r1) const {
 }
 
 Result<RowSource> RowSource::of(const Source& src, const Module& m) {
+  if (src.config.family == Family::kInkling2) return of_inkling2(src, m);
   RowSource rs;
   rs.cols_ = m.cols;
   const Weights& w = src.weights;
-  auto one = [&](const MatView& v) { rs.bands_.push_back({0, v.rows, {{v, 0}}}); };
+  auto one = [&](const MatView& v) { rs.append(v); };
   auto stack = [&](const std::vector<MatView>& vs) {
-    int64_t row0 = 0;
-    for (const MatView& v : vs) {
-      rs.bands_.push_back({row0, v.rows, {{v, 0}}});
-      row0 += v.rows;
-    }
+    for (const MatView& v : vs) rs.append(v);
   };
   if (m.group == Group::kMtp) {
     if (m.depth < 0 || size_t(m.depth) >= w.mtp.size())

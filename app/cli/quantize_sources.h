@@ -74,6 +74,8 @@ class RowSource {
   static Result<RowSource> of(const Source& src, const Module& m);
 
  private:
+  static Result<RowSource> of_inkling2(const Source& src, const Module& m);
+  void append(const MatView& v);  // a band of v's rows below the last
   const Band& band_of(int64_t r) const;
   Result<RowSource> checked(const Module& m) &&;
   std::vector<Band> bands_;

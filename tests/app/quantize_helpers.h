@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +57,17 @@ inline std::map<std::string, StoredTensor> read_tensors(const std::string& dir) 
     out[name] = {t->dtype, t->shape,
                  std::string(reinterpret_cast<const char*>(t->data), t->nbytes)};
   return out;
+}
+
+// The GiB column of a line of the dry run's size table ("  routed experts ... 105.000"), or -1.
+inline double table_gib(const std::string& out, const std::string& label) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("  " + label + " ", 0) == 0) {
+      const size_t sp = line.find_last_of(' ');
+      return std::stod(line.substr(sp + 1));
+    }
+  return -1;
 }
 
 // `inkling quantize` started in the background with extra environment variables.

@@ -29,6 +29,7 @@ using ::testing::HasSubstr;
 using testing::read_tensors;
 using testing::run_cli;
 using testing::RunResult;
+using testing::table_gib;
 using testing::TempDir;
 
 nlohmann::json refs() {
@@ -261,16 +262,6 @@ TEST(QuantizeOutput, SummaryTable) {
 }
 
 // ---- dry run -------------------------------------------------------------------------------
-
-double table_gib(const std::string& out, const std::string& label) {
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("  " + label + " ", 0) == 0) {
-      const size_t sp = line.find_last_of(' ');
-      return std::stod(line.substr(sp + 1));
-    }
-  return -1;
-}
 
 TEST(QuantizeDryRun, InklingSmallFitsIn128GiBWithTheFitRecipe) {
   TempDir tmp;

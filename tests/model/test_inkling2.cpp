@@ -113,14 +113,13 @@ TEST_P(Inkling2, SnapshotRestoreReplaysExactly) {
   EXPECT_TRUE(std::equal(first.begin(), first.end(), b->begin()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Inkling2,
-                         ::testing::Values(I2Case{"inkling2", "hf"}, I2Case{"inkling2", "tf"},
-                                           I2Case{"inkling2_loop", "hf"},
-                                           I2Case{"inkling2_loop", "tf"},
-                                           I2Case{"inkling2_loop_q", "hf"},
-                                           I2Case{"inkling2_mxfp8", "hf"},
-                                           I2Case{"inkling2_mxfp8", "tf"}),
-                         i2_case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Inkling2,
+    ::testing::Values(I2Case{"inkling2", "hf"}, I2Case{"inkling2", "tf"},
+                      I2Case{"inkling2_loop", "hf"}, I2Case{"inkling2_loop", "tf"},
+                      I2Case{"inkling2_loop_q", "hf"}, I2Case{"inkling2_mxfp8", "hf"},
+                      I2Case{"inkling2_mxfp8", "tf"}, I2Case{"inkling2_loop_mlx", "mlx"}),
+    i2_case_name);
 
 // The real configs (the reference's defaults): Mini keeps 48 cache slots per token, Small 48.
 TEST(Inkling2Config, RealMiniAndSmallCacheSlots) {

@@ -171,6 +171,13 @@ Result<TensorMap> sanitize_inkling2(const TensorMap& in, SanitizeReport* report)
         name = "model." + name.substr(21);
       }
       if (name == "model.embed_tokens.embed_norm.weight") name = "model.embed_norm.weight";
+      // Routed experts stacked as mlx-lm's SwitchGLU (what `inkling quantize` writes):
+      // mlp.switch_mlp.{gate,up,down}_proj.weight [E, rows, cols] (+ .scales / .biases).
+      for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+        const std::string mlx = std::string(".mlp.switch_mlp.") + proj + ".weight";
+        if (ends_with(name, mlx))
+          name = name.substr(0, name.size() - mlx.size()) + ".mlp.experts." + proj;
+      }
     }
     auto final_name = [&](const std::string& w) { return companion ? sidecar_name(w, kind) : w; };
     TensorRef r = ref;
