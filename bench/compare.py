@@ -5,7 +5,8 @@
         [--gen-tokens 8] [--dtypes bf16,f32] [--inkling build-perf/inkling]
 
 Loads the OG (`model.llm.*`) slice into transformers' InklingForCausalLM (renames and gate/up
-de-interleave from tools/og_layout.py, tensor by tensor, no f32 copy of a bf16 model), times
+de-interleave from tools/og_layout.py, tensor by tensor, no f32 copy of a bf16 model), or an
+Inkling 2 folder (tools/make_bench_inkling2.py) into Inkling2(Loop)ForCausalLM, times
 prefill of random ids and cached greedy decode on CPU with the same thread count, then prints our
 speed-up over each. A dtype whose weights do not fit in memory is skipped with a note (f32 needs
 2x the checkpoint size). MLX is not compared here (no mlx-cpu wheel on this machine).
@@ -37,7 +38,22 @@ def run_inkling(a) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def load_hf_inkling2(model_dir: Path, dtype):
+    """Inkling 2 (Mini or Small) in the original layout: transformers reads it itself (its
+    conversion mapping renames and splits on load; NVFP4 / MXFP8 experts are dequantized)."""
+    from transformers import Inkling2ForCausalLM, Inkling2LoopForCausalLM
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    tc = cfg.get("text_config", cfg)
+    looped = "loop" in tc.get("model_type", cfg.get("model_type", ""))
+    cls = Inkling2LoopForCausalLM if looped else Inkling2ForCausalLM
+    return cls.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager").eval()
+
+
 def load_hf(model_dir: Path, dtype):
+    cfg = json.loads((model_dir / "config.json").read_text())
+    if cfg.get("text_config", cfg).get("model_type", cfg.get("model_type", "")).startswith("inkling2"):
+        return load_hf_inkling2(model_dir, dtype)
     import torch
     from safetensors import safe_open
     from transformers import InklingForCausalLM

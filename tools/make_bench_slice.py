@@ -160,11 +160,35 @@ def fill_chunks(rng: np.random.Generator, n: int, init: tuple, chunk: int = 1 <<
         done += m
 
 
-def write_shard(path: Path, tensors: list, seed: int, name_ids: dict) -> int:
-    """Streams a safetensors file: header first (shapes are known), then each tensor in chunks."""
+SIZES = {"BF16": 2, "F32": 4, "U8": 1, "F8_E4M3": 1}
+CHUNK = 1 << 24
+
+
+def chunks(rng: np.random.Generator, n: int, dtype: str, init: tuple):
+    """The bytes of n values of `dtype` in chunks. init: ("normal", std), ("uniform", lo, hi),
+    ("const", v), or ("bytes", and_mask, or_bits) (uniform bytes, masked, then or-ed: E2M1
+    pairs, or E4M3 values kept finite and near one magnitude)."""
+    if init[0] == "bytes":
+        for done in range(0, n, CHUNK):
+            b = rng.integers(0, 256, min(CHUNK, n - done), dtype=np.uint8)
+            yield ((b & np.uint8(init[1])) | np.uint8(init[2])).tobytes()
+        return
+    if init[0] == "const":
+        one = np.full(min(CHUNK, n), init[1], dtype=np.float32)
+        values = (one[: min(CHUNK, n - done)] for done in range(0, n, CHUNK))
+    else:
+        values = fill_chunks(rng, n, init, CHUNK)
+    for v in values:
+        yield (to_bf16_bits(v) if dtype == "BF16" else v.astype("<f4")).tobytes()
+
+
+def write_shard(path: Path, tensors: list, seed: int, first_id: int) -> int:
+    """Streams a safetensors file: header first (shapes are known), then each tensor in chunks.
+    Tensor k of the shard draws from its own generator keyed by first_id + k, its index in the
+    whole checkpoint: any shard can be regenerated alone, whatever the write order."""
     header, off = {}, 0
     for name, shape, dt, _ in tensors:
-        nbytes = int(np.prod(shape)) * (2 if dt == "BF16" else 4)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * SIZES[dt]
         header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + nbytes]}
         off += nbytes
     hjson = json.dumps(header, separators=(",", ":")).encode()
@@ -172,12 +196,10 @@ def write_shard(path: Path, tensors: list, seed: int, name_ids: dict) -> int:
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(hjson)))
         f.write(hjson)
-        for name, shape, dt, init in tensors:
-            # One generator per tensor, keyed by its index in the whole checkpoint: any shard can be
-            # regenerated on its own and the values do not depend on the write order.
-            rng = np.random.default_rng([seed, name_ids[name]])
-            for v in fill_chunks(rng, int(np.prod(shape)), init):
-                f.write((to_bf16_bits(v) if dt == "BF16" else v.astype("<f4")).tobytes())
+        for k, (name, shape, dt, init) in enumerate(tensors):
+            rng = np.random.default_rng([seed, first_id + k])
+            for b in chunks(rng, int(np.prod(shape, dtype=np.int64)), dt, init):
+                f.write(b)
     return off
 
 
@@ -217,12 +239,11 @@ def main(argv=None) -> int:
             ("model.llm.unembed.weight", [V, H], "BF16", ("normal", 2.7 * mup / math.sqrt(H))),
         ]
     )
-    name_ids = {t[0]: k for k, t in enumerate(t for s in shards for t in s)}
-
-    weight_map, total, t0 = {}, 0, time.time()
+    weight_map, total, t0, first = {}, 0, time.time(), 0
     for k, tensors in enumerate(shards):
         fname = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
-        total += write_shard(a.out / fname, tensors, a.seed, name_ids)
+        total += write_shard(a.out / fname, tensors, a.seed, first)
+        first += len(tensors)
         for t in tensors:
             weight_map[t[0]] = fname
         print(f"[{time.time() - t0:6.1f}s] {fname}: {len(tensors)} tensors, {total / 1e9:.2f} GB so far", flush=True)
