@@ -3,6 +3,7 @@
 #include "api_types.h"
 
 #include <cmath>
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -89,8 +90,13 @@ Err parse_generation(const ojson& b, bool chat, int64_t vocab, GenerationRequest
   }
   if (Err e = get_number(b, "temperature", 0.0, 100.0, &g->sampling.temperature)) return e;
   if (Err e = get_number(b, "top_p", 0.0, 1.0, &g->sampling.top_p)) return e;
-  if (field(b, "top_p") && g->sampling.top_p <= 0.0f)
-    return bad_request("'top_p' must be in (0, 1]", "top_p", "invalid_value");
+  if (const ojson* tp = field(b, "top_p")) {
+    if (tp->get<double>() <= 0.0)
+      return bad_request("'top_p' must be in (0, 1]", "top_p", "invalid_value");
+    // A positive value below float's range (5e-324) keeps only the most likely token, as any
+    // tiny top_p does.
+    g->sampling.top_p = std::max(g->sampling.top_p, std::numeric_limits<float>::min());
+  }
   int64_t top_k = 0;
   if (Err e = get_int(b, "top_k", -1, 1 << 30, &top_k)) return e;
   g->sampling.top_k = top_k < 0 ? 0 : int(top_k);
@@ -535,11 +541,14 @@ std::optional<ApiError> parse_detokenize_request(const ojson& body, int64_t voca
   if (!t->is_array()) return type_error("tokens", "an array of token ids");
   for (size_t i = 0; i < t->size(); ++i) {
     const ojson& v = (*t)[i];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab)
+    // An integer, or a float with an integral value (JSON Schema's "integer": 7.0 is one).
+    const bool integral = v.is_number_integer() ||
+                          (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    if (!integral || v.get<double>() < 0 || v.get<double>() >= double(vocab))
       return bad_request("tokens[" + std::to_string(i) + "] is not a token id in [0, " +
                              std::to_string(vocab) + ")",
                          "tokens", "invalid_value");
-    out->push_back(v.get<int32_t>());
+    out->push_back(int32_t(v.get<double>()));
   }
   return std::nullopt;
 }

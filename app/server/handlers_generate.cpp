@@ -59,6 +59,7 @@ static JobParams job_params(const Context& ctx, const GenerationRequest& g,
   p.sampling.logprobs = g.logprobs;
   p.sampling.top_logprobs = g.top_logprobs;
   p.max_tokens = g.max_tokens;
+  p.ignore_eos = g.ignore_eos;
   if (!g.ignore_eos) {
     p.stop_ids = ctx.eos_ids;
     if (chat && ctx.ids.endoftext >= 0) p.stop_ids.push_back(ctx.ids.endoftext);

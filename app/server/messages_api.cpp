@@ -305,10 +305,6 @@ ojson anthropic_error(const ApiError& e) {
   return {{"type", "error"}, {"error", {{"type", type}, {"message", e.message}}}};
 }
 
-void send_anthropic_error(httplib::Response& res, const ApiError& e) {
-  send_json(res, anthropic_error(e), e.status);
-}
-
 std::string stop_reason(const ChatRun& run) {
   if (run.out.stop_string_hit()) return "stop_sequence";
   const std::string f = run.finish_reason();
@@ -318,6 +314,10 @@ std::string stop_reason(const ChatRun& run) {
 }
 
 }  // namespace
+
+void send_anthropic_error(httplib::Response& res, const ApiError& e) {
+  send_json(res, anthropic_error(e), e.status);
+}
 
 void handle_messages(Context& ctx, const std::string& raw, httplib::Response& res) {
   ojson body;

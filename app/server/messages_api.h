@@ -15,4 +15,7 @@ namespace inkling::server {
 // parse_chat_request). Errors name the Messages field ("messages[1].content[0].tool_use_id").
 std::optional<ApiError> messages_to_chat(const ojson& body, ojson* chat);
 
+// An error in the Messages API's shape: {"type":"error","error":{"type","message"}}.
+void send_anthropic_error(httplib::Response& res, const ApiError& e);
+
 }  // namespace inkling::server

@@ -380,7 +380,8 @@ bool Scheduler::on_token(Slot& s, TokenEvent ev) {
       finish_slot(s, "stop");
     } else if ((p.max_tokens >= 0 && s.job->generated >= p.max_tokens) ||
                int64_t(s.history.size()) + 1 >= opts_.ctx_size ||
-               (!p.forced.empty() && s.job->generated >= int64_t(p.forced.size()))) {
+               (!p.forced.empty() && !p.ignore_eos && !p.constrained &&
+                s.job->generated >= int64_t(p.forced.size()))) {
       finish_slot(s, "length");
     } else {
       s.pending = tok;

@@ -35,8 +35,10 @@ struct JobParams {
   std::vector<int32_t> stop_ids;     // sampling one ends the job ("stop"); it is emitted
   std::vector<int64_t> snapshot_at;  // prompt positions worth a prefix-cache snapshot
   // TEST ONLY (--test-script): the script plays the model: token i of the answer gets a logit far
-  // above the rest, so it is chosen unless a constraint (tool_choice) bans or forces another.
+  // above the rest, so it is chosen unless a constraint (tool_choice) bans or forces another. A
+  // plain job ends with the script; with ignore_eos or a constraint the model goes on after it.
   std::vector<int32_t> forced;
+  bool ignore_eos = false;  // the request's ignore_eos: no end id ends the job
   // Decoding constraints (tool_choice, grammar) attached to the job's sampler in this order; run
   // on the scheduler thread.
   std::vector<std::shared_ptr<TokenConstraint>> constraints;

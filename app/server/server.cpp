@@ -10,6 +10,7 @@
 #include "context.h"
 #include "inkling/speculative.h"
 #include "listener.h"
+#include "messages_api.h"
 #include "web_ui.h"
 
 namespace inkling::server {
@@ -73,6 +74,7 @@ const char* route_label(const std::string& path) {
                                   "/metrics",
                                   "/tokenize",
                                   "/detokenize",
+                                  "/openapi.json",
                                   "/"};
   for (const char* r : kRoutes)
     if (path == r) return r;
@@ -126,6 +128,7 @@ constexpr Route kRouteTable[] = {{"/v1/chat/completions", "POST"},
                                  {"/v1/models", "GET"},
                                  {"/health", "GET"},
                                  {"/metrics", "GET"},
+                                 {"/openapi.json", "GET"},
                                  {"/", "GET"}};
 
 const Route* find_route(const std::string& path) {
@@ -135,6 +138,17 @@ const Route* find_route(const std::string& path) {
   if (path.rfind("/v1/models/", 0) == 0 && path.size() > 11) return &kModel;
   return nullptr;
 }
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> api_routes() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Route& r : kRouteTable) out.emplace_back(r.path, r.method);
+  out.emplace_back("/v1/models/{id}", "GET");
+  return out;
+}
+
+namespace {
 
 // The request announces a body (whose bytes would be parsed as the next request if unread).
 bool announces_body(const httplib::Request& req) {
@@ -166,13 +180,20 @@ bool authorized(const std::string& header, const std::string& key) {
 
 // Refuses a request before its body is read; an announced body stays unread, so the
 // connection is not reused.
+// Every error the server itself answers (refusals before routing, body reading, httplib's own
+// statuses, exceptions) in the shape of the route's API: Anthropic's for /v1/messages.
+void send_error_for(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+  if (req.path == "/v1/messages") return send_anthropic_error(res, e);
+  send_error(res, e);
+}
+
 httplib::Server::HandlerResponse refuse(const httplib::Request& req, httplib::Response& res,
                                         const ApiError& e) {
   if (announces_body(req)) {
     conn::close_after_response();
     res.set_header("Connection", "close");
   }
-  send_error(res, e);
+  send_error_for(req, res, e);
   return httplib::Server::HandlerResponse::Handled;
 }
 
@@ -299,11 +320,11 @@ void install_routes(Server::Impl& s) {
                                     int64_t(ctx.opts.max_body_memory_mb << 20));
         if (auto e = read_body(ctx, req, res, reader, &reservation, &body)) {
           res.set_header("Connection", "close");  // every body error ends the connection
-          return send_error(res, *e);
+          return send_error_for(req, res, *e);
         }
         h(ctx, body, res);
       } catch (const std::exception& e) {
-        send_error(res, internal_error(req, e.what()));
+        send_error_for(req, res, internal_error(req, e.what()));
       }
     });
   };
@@ -446,7 +467,7 @@ void install_routes(Server::Impl& s) {
       e.message = "HTTP " + std::to_string(res.status);
       if (res.status >= 500) e.type = "server_error";
     }
-    send_error(res, e);
+    send_error_for(req, res, e);
     return httplib::Server::HandlerResponse::Handled;
   }));
   http.set_exception_handler(
@@ -458,7 +479,7 @@ void install_routes(Server::Impl& s) {
           what = e.what();
         } catch (...) {
         }
-        send_error(res, internal_error(req, what.c_str()));
+        send_error_for(req, res, internal_error(req, what.c_str()));
       });
   http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
     conn::response_written();

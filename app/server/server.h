@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "inkling/engine.h"
 #include "inkling/status.h"
@@ -59,5 +61,10 @@ class Server {
   explicit Server(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Every route the server answers, as (OpenAPI path, method): "/v1/models/{id}" stands for the
+// model routes. Anything else is refused (404 / 405) before a body is read; docs/openapi.json
+// describes exactly these (tests/server/test_server_openapi.cpp).
+std::vector<std::pair<std::string, std::string>> api_routes();
 
 }  // namespace inkling::server

@@ -1,4 +1,4 @@
-// GET /: the chat page (see web_ui.h).
+// GET /: the chat page, and GET /openapi.json: the API's description (see web_ui.h).
 #include "web_ui.h"
 
 #include <cstddef>
@@ -7,8 +7,14 @@ namespace inkling::server {
 
 extern const unsigned char kChatPage[];  // generated: chat_page.cpp
 extern const size_t kChatPage_size;
+extern const unsigned char kOpenApi[];  // generated: openapi_doc.cpp (docs/openapi.json)
+extern const size_t kOpenApi_size;
 
 void install_web_ui(httplib::Server& http) {
+  http.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(reinterpret_cast<const char*>(kOpenApi), kOpenApi_size, "application/json");
+  });
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     // Inline script and style only; API calls to this origin only; never framed.
     res.set_header("Content-Security-Policy",

@@ -14,11 +14,12 @@ import argparse
 import http.client
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_model import ensure_tiny_model  # noqa: E402
 
 try:
     import openai
@@ -124,16 +125,7 @@ def main():
     if not os.path.exists(os.path.join(args.tokenizer_dir, "tokenizer.json")):
         print("SKIP: no tokenizer files at", args.tokenizer_dir)
         return 77
-    model = os.path.join(args.work, "tiny_chat_model")
-    if not os.path.exists(os.path.join(model, "model.safetensors")):
-        # Made aside and renamed into place: other test processes may start servers on it.
-        tmp = "%s.tmp.%d" % (model, os.getpid())
-        subprocess.run([args.maker, tmp, args.tokenizer_dir], check=True,
-                       stdout=subprocess.DEVNULL)
-        try:
-            os.rename(tmp, model)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)  # another process made it first
+    model = ensure_tiny_model(args.maker, args.tokenizer_dir, args.work)
     script_path = os.path.join(args.work, "server_openai_script.json")
     with open(script_path, "w") as f:
         json.dump(SCRIPT, f)

@@ -11,9 +11,10 @@ the developer role, and the 400s of bad schemas. Exit 77 (skip) when a module is
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_model import ensure_tiny_model  # noqa: E402
 
 try:
     import jsonschema
@@ -76,15 +77,7 @@ def main():
     if not os.path.exists(os.path.join(args.tokenizer_dir, "tokenizer.json")):
         print("SKIP: no tokenizer files at", args.tokenizer_dir)
         return 77
-    model = os.path.join(args.work, "tiny_chat_model")
-    if not os.path.exists(os.path.join(model, "model.safetensors")):
-        tmp = "%s.tmp.%d" % (model, os.getpid())
-        subprocess.run([args.maker, tmp, args.tokenizer_dir], check=True,
-                       stdout=subprocess.DEVNULL)
-        try:
-            os.rename(tmp, model)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
+    model = ensure_tiny_model(args.maker, args.tokenizer_dir, args.work)
     proc = subprocess.Popen([args.inkling, "serve", "-m", model, "--port", "0", "--parallel", "3",
                              "-t", "2"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)

@@ -286,6 +286,44 @@ int32_t draw(GrammarConstraint& c, std::vector<float>& logits, std::mt19937& rng
   return id;
 }
 
+// A budget below the shortest completion counted in bytes (but not in tokens): the constraint
+// allows only the tokens that bring the end nearest, so random logits still close valid JSON.
+TEST(GrammarConstraint, BudgetBelowTheByteCountStillClosesTheJson) {
+  auto tok = testing::hf_tokenizer();
+  auto vocab = VocabIndex::build(*tok);
+  const int32_t eos = 200006;
+  const ojson schema = ojson::parse(R"({"type": "object", "properties": {
+      "configuration_description": {"type": "string", "enum": ["international_organization"]},
+      "items": {"type": "array", "items": {"type": "integer"}, "maxItems": 3}},
+      "required": ["configuration_description", "items"], "additionalProperties": false})");
+  Grammar g = must_parse(json_schema_to_gbnf(schema).value());
+  std::mt19937 rng(11);
+  std::vector<float> logits(200058);
+  for (int64_t budget : {16, 20, 24}) {  // the shortest completion is 72 bytes
+    for (int run = 0; run < 4; ++run) {
+      GrammarConstraintOptions o;
+      o.eos_ids = {eos};
+      o.max_tokens = budget;
+      auto c = std::make_shared<GrammarConstraint>(g, vocab, o);
+      std::vector<int32_t> out;
+      bool ended = false;
+      for (int64_t step = 0; step < budget; ++step) {
+        const int32_t id = draw(*c, logits, rng);
+        if (id == eos) {
+          ended = true;
+          break;
+        }
+        out.push_back(id);
+      }
+      const std::string text = tok->decode(out);
+      ASSERT_TRUE(ended) << "budget " << budget << ": " << text;
+      const ojson v = ojson::parse(text, nullptr, false);
+      ASSERT_FALSE(v.is_discarded()) << text;
+      EXPECT_TRUE(validate(v, schema, schema)) << text;
+    }
+  }
+}
+
 // Random logits through the sampler under the constraint, on the real vocabulary: the output
 // is always complete, parses, and validates; EOS only once the grammar is complete.
 TEST(GrammarConstraint, RandomLogitsAlwaysGiveValidJsonOnTheInklingVocabulary) {

@@ -141,6 +141,9 @@ struct GrammarConstraint::Impl {
     } else {
       ++stats.cached;
     }
+    // Special tokens (core.tokens) are not in the cached mask: they are checked against the
+    // budget on their own below, whatever the mask's distances allow.
+    const int32_t token_limit = limit;
     if (limit >= 0 && core.mask_max_distance(state) >= limit) {
       const auto t0 = std::chrono::steady_clock::now();
       allowed.assign(words, 0);
@@ -158,7 +161,7 @@ struct GrammarConstraint::Impl {
     };
     const std::vector<int32_t> toks = core.tokens(state);  // step_token may grow the tables
     for (int32_t id : toks)
-      if (limit < 0 || core.distance(core.step_token(state, id)) < limit) allow(id);
+      if (token_limit < 0 || core.distance(core.step_token(state, id)) < token_limit) allow(id);
     if (core.accepts(state))
       for (int32_t id : opts.eos_ids) allow(id);
   }
@@ -199,15 +202,43 @@ const std::vector<uint64_t>& GrammarConstraint::allowed() {
     return m.allowed;
   }
   int32_t limit = -1;
+  int64_t tight = -1, d = 0;
   if (m.opts.max_tokens >= 0) {
     // After this token, left - 1 remain, and the end token needs one of them.
     const int64_t left = m.opts.max_tokens - m.generated;
     const int64_t after = left - (m.opts.eos_ids.empty() ? 0 : 1);
-    // A budget already too small to finish (by the byte count, an upper bound) is not enforced:
-    // the output will be cut off either way.
-    if (after >= m.core.distance(m.state)) limit = int32_t(std::min<int64_t>(after, INT32_MAX / 2));
+    d = m.core.distance(m.state);
+    if (after >= d)
+      limit = int32_t(std::min<int64_t>(after, INT32_MAX / 2));
+    else if (after > 0)
+      tight = after;
   }
-  m.compute(limit);
+  if (tight < 0) {
+    m.compute(limit);
+    return m.allowed;
+  }
+  // The shortest way to the end counted in bytes (an upper bound of its tokens) is longer than the
+  // budget: most tokens hold several bytes, so it may still fit. Allow only the tokens that bring
+  // the end nearest, the smallest limit (from the budget up to the current distance, where every
+  // token that makes progress qualifies) that leaves any: the output shortens as fast as the
+  // vocabulary allows.
+  auto any = [&] {
+    for (uint64_t w : m.allowed)
+      if (w) return true;
+    return false;
+  };
+  int32_t lo = int32_t(tight), hi = int32_t(std::min<int64_t>(d, INT32_MAX / 2));
+  m.compute(lo);
+  if (any()) return m.allowed;
+  bool at_hi = false;    // m.allowed holds compute(hi)
+  while (lo + 1 < hi) {  // invariant: lo leaves nothing, hi leaves something
+    const int32_t mid = lo + (hi - lo) / 2;
+    m.compute(mid);
+    at_hi = any();
+    (at_hi ? hi : lo) = mid;
+  }
+  if (!at_hi) m.compute(hi);
+  if (!any()) m.compute(-1);  // no token makes progress: the grammar's own mask
   return m.allowed;
 }
 

@@ -1,0 +1,19 @@
+"""The tiny real-vocabulary chat model of the Python server tests, made once per build folder."""
+
+import os
+import shutil
+import subprocess
+
+
+def ensure_tiny_model(maker: str, tokenizer_dir: str, work: str) -> str:
+    """WORK/tiny_chat_model, made by `maker` from the tokenizer files if absent; its path."""
+    model = os.path.join(work, "tiny_chat_model")
+    if not os.path.exists(os.path.join(model, "model.safetensors")):
+        # Made aside and renamed into place: other test processes may start servers on it.
+        tmp = "%s.tmp.%d" % (model, os.getpid())
+        subprocess.run([maker, tmp, tokenizer_dir], check=True, stdout=subprocess.DEVNULL)
+        try:
+            os.rename(tmp, model)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # another process made it first
+    return model
