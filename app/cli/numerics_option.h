@@ -18,7 +18,8 @@ inline CLI::Option* add_numerics_option(CLI::App& app, std::string* name) {
   return app.add_option(
       "--numerics", *name,
       "arithmetic of the products: fast (activations rounded as llama.cpp and transformers bf16 "
-      "do: bf16 against bf16 and NVFP4 weights, int8 per small block against MLX affine ones) or "
+      "do: bf16 against bf16 and NVFP4 weights, int8 per small block against MLX affine ones; on "
+      "AVX2 CPUs without AVX-512 int8 per block of 32 against 4-bit affine and NVFP4) or "
       "exact (f32 activations; parity with transformers f32)");
 }
 

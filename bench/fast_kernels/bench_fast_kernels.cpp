@@ -2,8 +2,9 @@
 // registry binds for 1 token (decode) and 2/4/16 tokens (batched decode, speculative verify) on
 // bf16 weights and MLX affine 4- and 8-bit weights (group 64), a matrix in L2 (the kernels'
 // compute limit) and one 4x the last-level cache (what decode reads from DRAM), plus the VNNI
-// kernel with 1, 2 and 3 int8 parts of x. Prints the best and median GB/s of weights read per
-// call (for T tokens, the same bytes serve T products).
+// kernel with 2 int8 parts of x, and on 4-bit affine and NVFP4 weights what an AVX2 host runs: the
+// portable exact kernel (Highway) and the AVX2 int8 kernel with 1 and 2 parts. Prints the best and
+// median GB/s of weights read per call (for T tokens, the same bytes serve T products).
 //
 //   bench_fast_kernels [rounds=9]
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include "base/dtype.h"
 #include "ops/formats.h"
 #include "ops/quant_affine_vnni.h"
+#include "ops/quant_matmul.h"
+#include "ops/quant_q4_int8.h"
 
 using namespace inkling;
 
@@ -43,6 +46,18 @@ Mat make(int64_t rows, int64_t cols, int bits) {
     }
     v.dtype = DType::BF16, v.data = m.codes.data(), v.row_stride = cols;
     m.bytes = double(m.codes.size());
+    return m;
+  }
+  if (bits == -4) {  // NVFP4: E2M1 pairs, one E4M3 scale per 16 columns
+    m.codes.resize(size_t(rows * cols / 2));
+    for (auto& b : m.codes) b = uint8_t(rng());
+    m.scales.resize(size_t(rows * cols / 16));
+    for (auto& b : m.scales) b = uint8_t(0x30 + rng() % 16);
+    v.format = WeightFormat::kNvfp4, v.dtype = DType::U8;
+    v.data = m.codes.data(), v.row_stride = cols / 2;
+    v.scales = m.scales.data(), v.scale_dtype = DType::F8_E4M3, v.scale_stride = cols / 16;
+    v.bits = 4, v.group = 16, v.scale2 = 0.01f;
+    m.bytes = double(m.codes.size() + m.scales.size());
     return m;
   }
   const int group = 64;
@@ -72,7 +87,8 @@ struct Variant {
   std::string name;
   const MatView* w;  // the view bound for this variant's mode
   RowsKernel f;
-  int parts;  // > 0: affine_vnni_parts_rows with this many parts
+  int parts;  // > 0: affine_vnni_parts_rows with this many parts (int8: q4_int8_parts_rows)
+  bool int8 = false;
 };
 
 }  // namespace
@@ -83,7 +99,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (auto& v : x) v = nd(rng);
-  for (int bits : {16, 4, 8})
+  for (int bits : {16, 4, -4, 8})
     for (int64_t rows : {int64_t(256), int64_t(32768)})
       for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(16)}) {
         if (rows > 1024 && T > 4) continue;
@@ -95,7 +111,15 @@ int main(int argc, char** argv) {
                                     ex.kernels->for_tokens(T).rows, 0},
                                    {std::string("fast ") + fa.kernels->for_tokens(T).name, &fa,
                                     fa.kernels->for_tokens(T).rows, 0}};
-        if (bits != 16 && affine_vnni_available()) vs.push_back({"vnni 2 parts", &fa, nullptr, 2});
+        if (bits > 0 && bits != 16 && affine_vnni_available())
+          vs.push_back({"vnni 2 parts", &fa, nullptr, 2});
+        if (bits == 4 || bits == -4) {
+          vs.push_back({"portable (exact on AVX2 hosts)", &ex, quant_matmul_rows, 0});
+          if (q4_int8_available()) {
+            vs.push_back({"avx2 int8, 1 part", &fa, nullptr, 1, true});
+            vs.push_back({"avx2 int8, 2 parts", &fa, nullptr, 2, true});
+          }
+        }
         std::vector<std::vector<double>> t(vs.size());
         const int reps = rows < 1024 ? 100 : 2;
         for (int r = 0; r < rounds; ++r)
@@ -103,7 +127,9 @@ int main(int argc, char** argv) {
             const Variant& v = vs[(k + size_t(r)) % vs.size()];
             const MatView& w = *v.w;
             auto call = [&] {
-              if (v.parts)
+              if (v.int8)
+                q4_int8_parts_rows(x.data(), T, cols, w, 0, w.rows, y.data(), w.rows, v.parts);
+              else if (v.parts)
                 affine_vnni_parts_rows(x.data(), T, cols, w, 0, w.rows, y.data(), w.rows, v.parts);
               else
                 v.f(x.data(), T, cols, w, 0, w.rows, y.data(), w.rows);
@@ -114,7 +140,10 @@ int main(int argc, char** argv) {
             t[(k + size_t(r)) % vs.size()].push_back((now() - t0) / reps);
           }
         std::printf("%s %lld x %lld (%s, %.1f MB), %lld token(s), 1 thread:\n",
-                    bits == 16 ? "bf16" : (bits == 4 ? "q4 g64" : "q8 g64"),
+                    bits == 16   ? "bf16"
+                    : bits == 4  ? "q4 g64"
+                    : bits == -4 ? "nvfp4"
+                                 : "q8 g64",
                     static_cast<long long>(m.v.rows), static_cast<long long>(cols),
                     rows < 1024 ? "in L2" : "from DRAM", m.bytes / 1e6, static_cast<long long>(T));
         for (size_t k = 0; k < vs.size(); ++k) {

@@ -19,6 +19,7 @@
 #include "ops/quant_affine_vnni.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
+#include "ops/quant_q4_int8.h"
 
 namespace inkling::testing {
 
@@ -175,8 +176,18 @@ inline void compare(const MatView& w, int64_t n_tok, std::mt19937& rng, const st
 
 // Runs the portable (Highway) kernels for the rest of a test, even where the CPU has AVX512-BF16.
 struct PortableKernelsOnly {
-  PortableKernelsOnly() { set_q4_bf16dot_enabled(false), set_affine_vnni_enabled(false); }
-  ~PortableKernelsOnly() { set_q4_bf16dot_enabled(true), set_affine_vnni_enabled(true); }
+  PortableKernelsOnly() {
+    set_q4_bf16dot_enabled(false), set_affine_vnni_enabled(false), set_q4_int8_enabled(false);
+  }
+  ~PortableKernelsOnly() {
+    set_q4_bf16dot_enabled(true), set_affine_vnni_enabled(true), set_q4_int8_enabled(true);
+  }
+};
+
+// The kernels of an AVX2 host (no AVX512-BF16 / VNNI ones): fast 4-bit on the int8 AVX2 kernel.
+struct Avx2KernelsOnly {
+  Avx2KernelsOnly() { set_q4_bf16dot_enabled(false), set_affine_vnni_enabled(false); }
+  ~Avx2KernelsOnly() { set_q4_bf16dot_enabled(true), set_affine_vnni_enabled(true); }
 };
 
 // Today's kernels without the AVX512-VNNI one (INKLING_NO_VNNI=1): AVX512-BF16 for 4 bits.

@@ -103,6 +103,9 @@ TEST(RowInvariance, FastNumericsToo) {
   set_q4_bf16dot_enabled(false);
   every_format(rng, "fast without avx512-bf16", KernelMode::kFast);
   set_q4_bf16dot_enabled(true);
+  testing::Avx2KernelsOnly avx2;  // 4-bit on the int8 AVX2 kernel (quant_q4_int8.h)
+  every_format(rng, "fast, avx2 kernels", KernelMode::kFast);
+  every_format(rng, "fast (fine), avx2 kernels", KernelMode::kFastFine);
 }
 
 TEST(RowInvariance, EveryFormatGivesEachTokenItsOwnBits) {
