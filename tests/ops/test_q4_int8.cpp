@@ -221,7 +221,7 @@ TEST(Q4Int8, EveryFastKernelHoldsOnShortRows) {
   every_fast_kernel_on_short_rows(rng);
 }
 
-// On an AVX2 host fast 4-bit views take the int8 kernel, exact ones never do.
+// On an AVX2 host fast 4-bit views take the two-part int8 kernel in both grades, exact ones never.
 TEST(Q4Int8, BoundInFastNumericsOnly) {
   if (!q4_int8_available()) GTEST_SKIP() << "no AVX2 + FMA";
   testing::Avx2KernelsOnly avx2;
@@ -229,13 +229,13 @@ TEST(Q4Int8, BoundInFastNumericsOnly) {
   for (QMat q : {testing::make_affine(4, 256, 4, 64, DType::BF16, 1, rng),
                  testing::make_nvfp4(4, 256, 1, rng)}) {
     MatView w = q.view;
-    ASSERT_TRUE(bind_kernels(w, KernelMode::kFast));
-    EXPECT_EQ(w.kernels->for_tokens(1).rows, &q4_int8_rows) << format_label(w);
-    EXPECT_EQ(w.kernels->for_tokens(16).rows, &q4_int8_rows) << format_label(w);
-    ASSERT_TRUE(bind_kernels(w, KernelMode::kFastFine));
-    EXPECT_EQ(w.kernels->for_tokens(2).rows, &q4_int8_fine_rows) << format_label(w);
+    for (KernelMode m : {KernelMode::kFast, KernelMode::kFastFine}) {
+      ASSERT_TRUE(bind_kernels(w, m));
+      EXPECT_EQ(w.kernels->for_tokens(1).rows, &q4_int8_fine_rows) << format_label(w);
+      EXPECT_EQ(w.kernels->for_tokens(16).rows, &q4_int8_fine_rows) << format_label(w);
+    }
     ASSERT_TRUE(bind_kernels(w, KernelMode::kExact));
-    EXPECT_NE(w.kernels->for_tokens(1).rows, &q4_int8_rows) << format_label(w);
+    EXPECT_NE(w.kernels->for_tokens(1).rows, &q4_int8_fine_rows) << format_label(w);
   }
 }
 
