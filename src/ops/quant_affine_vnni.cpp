@@ -18,6 +18,7 @@
 #include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
+#include "ops/kernel_switch.h"
 #include "ops/tuning.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -41,7 +42,7 @@ bool affine_vnni_handles(const MatView& w, int64_t n_tok) {
 
 namespace {
 
-std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the environment)
+KernelSwitch g_switch{"INKLING_NO_VNNI"};
 
 #if INKLING_HAVE_VNNI
 
@@ -478,17 +479,11 @@ bool affine_vnni_available() {
 }
 
 bool affine_vnni_enabled() {
-  int e = g_enabled.load(std::memory_order_relaxed);
-  if (e < 0) {
-    const char* off = std::getenv("INKLING_NO_VNNI");
-    e = affine_vnni_available() && !(off && *off && std::strcmp(off, "0") != 0) ? 1 : 0;
-    g_enabled.store(e, std::memory_order_relaxed);
-  }
-  return e == 1;
+  return g_switch.enabled(affine_vnni_available());
 }
 
 void set_affine_vnni_enabled(bool on) {
-  g_enabled.store(on && affine_vnni_available() ? 1 : 0, std::memory_order_relaxed);
+  g_switch.set(on, affine_vnni_available());
 }
 
 void affine_vnni_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,

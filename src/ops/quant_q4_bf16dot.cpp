@@ -26,6 +26,7 @@
 #include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
+#include "ops/kernel_switch.h"
 #include "ops/tuning.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -58,7 +59,7 @@ bool q4_bf16dot_handles(const MatView& w, int64_t n_tok) {
 
 namespace {
 
-std::atomic<int> g_enabled{-1};  // -1: not decided yet (first use reads the environment)
+KernelSwitch g_switch{"INKLING_NO_BF16DOT"};
 
 #if INKLING_HAVE_BF16DOT
 
@@ -301,17 +302,11 @@ bool q4_bf16dot_available() {
 }
 
 bool q4_bf16dot_enabled() {
-  int e = g_enabled.load(std::memory_order_relaxed);
-  if (e < 0) {
-    const char* off = std::getenv("INKLING_NO_BF16DOT");
-    e = q4_bf16dot_available() && !(off && *off && std::strcmp(off, "0") != 0) ? 1 : 0;
-    g_enabled.store(e, std::memory_order_relaxed);
-  }
-  return e == 1;
+  return g_switch.enabled(q4_bf16dot_available());
 }
 
 void set_q4_bf16dot_enabled(bool on) {
-  g_enabled.store(on && q4_bf16dot_available() ? 1 : 0, std::memory_order_relaxed);
+  g_switch.set(on, q4_bf16dot_available());
 }
 
 namespace {

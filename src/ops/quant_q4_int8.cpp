@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "ops/kernel_switch.h"
 
 #if defined(__x86_64__)
 #define INKLING_HAVE_Q4INT8 1
@@ -31,7 +32,7 @@ namespace {
 constexpr int64_t kMaxTokens = 16;  // kFewMaxTokens: 17+ take the gemm
 constexpr int kTokPass = 4;         // tokens per pass over a block of rows
 
-std::atomic<int> g_enabled{-1};
+KernelSwitch g_switch{"INKLING_NO_Q4INT8"};
 
 int8_t clamp127(float v) {
   return int8_t(std::clamp(v, -127.f, 127.f));
@@ -401,17 +402,11 @@ bool q4_int8_available() {
 }
 
 bool q4_int8_enabled() {
-  int e = g_enabled.load(std::memory_order_relaxed);
-  if (e < 0) {
-    const char* off = std::getenv("INKLING_NO_Q4INT8");
-    e = q4_int8_available() && !(off && *off && std::strcmp(off, "0") != 0) ? 1 : 0;
-    g_enabled.store(e, std::memory_order_relaxed);
-  }
-  return e == 1;
+  return g_switch.enabled(q4_int8_available());
 }
 
 void set_q4_int8_enabled(bool on) {
-  g_enabled.store(on && q4_int8_available() ? 1 : 0, std::memory_order_relaxed);
+  g_switch.set(on, q4_int8_available());
 }
 
 void q4_int8_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
