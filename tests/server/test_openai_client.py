@@ -10,7 +10,6 @@ errors and 4 concurrent clients. With
 1, 4 and 16 concurrent streaming clients and their mean time to first token. Exit 77 (skip) when
 `openai` is missing.
 """
-import argparse
 import http.client
 import json
 import os
@@ -19,7 +18,7 @@ import sys
 import threading
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_model import ensure_tiny_model  # noqa: E402
+from tiny_model import ensure_tiny_model, server_test_args  # noqa: E402
 
 try:
     import openai
@@ -115,11 +114,7 @@ def throughput(port, n_clients, max_tokens=64):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inkling", required=True)
-    ap.add_argument("--maker", required=True)
-    ap.add_argument("--tokenizer-dir", required=True)
-    ap.add_argument("--work", required=True)
+    ap = server_test_args()
     ap.add_argument("--bench", action="store_true", help="also measure 1 vs 4 vs 16 clients")
     args = ap.parse_args()
     if not os.path.exists(os.path.join(args.tokenizer_dir, "tokenizer.json")):

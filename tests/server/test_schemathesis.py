@@ -16,14 +16,13 @@ server enforces rules JSON Schema cannot state (a grammar must parse, a named to
 such checks would report as failures of the description.
 """
 
-import argparse
 import os
 import re
 import subprocess
 import sys
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_model import ensure_tiny_model  # noqa: E402
+from tiny_model import ensure_tiny_model, server_test_args  # noqa: E402
 
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_headers_conformance,response_schema_conformance")
@@ -50,11 +49,7 @@ def run_once(args, port, proc) -> bool:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inkling", required=True)
-    ap.add_argument("--maker", required=True)
-    ap.add_argument("--tokenizer-dir", required=True)
-    ap.add_argument("--work", required=True)
+    ap = server_test_args()
     ap.add_argument("--seconds", type=int, default=120)
     ap.add_argument("--min-requests", type=int, default=1000)
     args = ap.parse_args()

@@ -8,13 +8,12 @@ Checks response_format json_schema (validated with `jsonschema`) and json_object
 tool choice (arguments valid against the tool's parameters), parallel_tool_calls false, n=3,
 the developer role, and the 400s of bad schemas. Exit 77 (skip) when a module is missing.
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_model import ensure_tiny_model  # noqa: E402
+from tiny_model import ensure_tiny_model, server_test_args  # noqa: E402
 
 try:
     import jsonschema
@@ -68,11 +67,7 @@ def check(cond, what):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inkling", required=True)
-    ap.add_argument("--maker", required=True)
-    ap.add_argument("--tokenizer-dir", required=True)
-    ap.add_argument("--work", required=True)
+    ap = server_test_args()
     args = ap.parse_args()
     if not os.path.exists(os.path.join(args.tokenizer_dir, "tokenizer.json")):
         print("SKIP: no tokenizer files at", args.tokenizer_dir)

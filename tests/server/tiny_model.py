@@ -1,8 +1,19 @@
 """The tiny real-vocabulary chat model of the Python server tests, made once per build folder."""
 
+import argparse
 import os
 import shutil
 import subprocess
+
+
+def server_test_args() -> argparse.ArgumentParser:
+    """The options every Python server test takes from CTest (tests/CMakeLists.txt)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inkling", required=True)
+    ap.add_argument("--maker", required=True)
+    ap.add_argument("--tokenizer-dir", required=True)
+    ap.add_argument("--work", required=True)
+    return ap
 
 
 def ensure_tiny_model(maker: str, tokenizer_dir: str, work: str) -> str:
