@@ -27,11 +27,10 @@ import json
 import math
 import shutil
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_bench_slice import write_shard  # noqa: E402
+from make_bench_slice import write_shards  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NVFP4_LAYERS = 20  # the release: NVFP4 experts in layers 0-19, MXFP8 after
@@ -159,17 +158,7 @@ def main(argv=None) -> int:
         fmt = a.experts_format if a.experts_format == "bf16" else (
             "nvfp4" if i < NVFP4_LAYERS else "mxfp8")
         shards.append(layer(i, c, a.experts, fmt))
-    weight_map, total, t0, first = {}, 0, time.time(), 0
-    for k, tensors in enumerate(shards):
-        fname = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
-        total += write_shard(a.out / fname, tensors, a.seed, first)
-        first += len(tensors)
-        for t in tensors:
-            weight_map[t[0]] = fname
-        print(f"[{time.time() - t0:6.1f}s] {fname}: {len(tensors)} tensors, "
-              f"{total / 1e9:.2f} GB so far", flush=True)
-    (a.out / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1) + "\n")
+    total = write_shards(a.out, shards, a.seed)
     (a.out / "config.json").write_text(json.dumps(c, indent=1) + "\n")
     # The Inkling tokenizer and chat template (tests/data/inkling), so generate and chat run too.
     tok = ROOT / "tests" / "data" / "inkling"

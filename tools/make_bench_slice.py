@@ -202,6 +202,22 @@ def write_shard(path: Path, tensors: list, seed: int, first_id: int) -> int:
                 f.write(b)
     return off
 
+def write_shards(out: Path, shards: list, seed: int) -> int:
+    """Each list of tensor specs as model-KKKKK-of-NNNNN.safetensors (tensor ids counted across
+    shards, so every tensor gets its own random stream) and the index; the total bytes."""
+    weight_map, total, t0, first = {}, 0, time.time(), 0
+    for k, tensors in enumerate(shards):
+        fname = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
+        total += write_shard(out / fname, tensors, seed, first)
+        first += len(tensors)
+        for t in tensors:
+            weight_map[t[0]] = fname
+        print(f"[{time.time() - t0:6.1f}s] {fname}: {len(tensors)} tensors, {total / 1e9:.2f} GB so far", flush=True)
+    (out / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1) + "\n"
+    )
+    return total
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -239,17 +255,7 @@ def main(argv=None) -> int:
             ("model.llm.unembed.weight", [V, H], "BF16", ("normal", 2.7 * mup / math.sqrt(H))),
         ]
     )
-    weight_map, total, t0, first = {}, 0, time.time(), 0
-    for k, tensors in enumerate(shards):
-        fname = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
-        total += write_shard(a.out / fname, tensors, a.seed, first)
-        first += len(tensors)
-        for t in tensors:
-            weight_map[t[0]] = fname
-        print(f"[{time.time() - t0:6.1f}s] {fname}: {len(tensors)} tensors, {total / 1e9:.2f} GB so far", flush=True)
-    (a.out / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1) + "\n"
-    )
+    total = write_shards(a.out, shards, a.seed)
     (a.out / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
     print(f"wrote {a.out} ({total / 1e9:.2f} GB)")
     return 0

@@ -13,11 +13,11 @@ errors and 4 concurrent clients. With
 import http.client
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_model  # noqa: E402
 from tiny_model import ensure_tiny_model, server_test_args  # noqa: E402
 
 try:
@@ -40,15 +40,8 @@ TOOLS = [{"type": "function", "function": {
 
 
 def start_server(args, model, script_path, parallel):
-    proc = subprocess.Popen(
-        [args.inkling, "serve", "-m", model, "--port", "0", "--parallel", str(parallel),
-         "-t", "2", "--test-script", script_path],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        raise RuntimeError("server did not start: %r" % line)
-    return proc, int(line.strip().rsplit(":", 1)[1])
+    return tiny_model.start_server(args.inkling, model, "--parallel", str(parallel),
+                                   "--test-script", script_path)
 
 
 def check(cond, what):

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_model import ensure_tiny_model, server_test_args  # noqa: E402
+from tiny_model import ensure_tiny_model, server_test_args, start_server  # noqa: E402
 
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_headers_conformance,response_schema_conformance")
@@ -59,14 +59,7 @@ def main():
         print("SKIP: schemathesis is not installed (pip install schemathesis)")
         return 77
     model = ensure_tiny_model(args.maker, args.tokenizer_dir, args.work)
-    proc = subprocess.Popen([args.inkling, "serve", "-m", model, "--port", "0", "--parallel", "2",
-                             "-t", "2", "--ctx-size", "64"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        raise RuntimeError("server did not start: %r" % line)
-    port = int(line.strip().rsplit(":", 1)[1])
+    proc, port = start_server(args.inkling, model, "--parallel", "2", "--ctx-size", "64")
     try:
         # Two retries, each failure printed in full. Known and not fixed (2026-12-03, seen in 3 of
         # about 10 runs, once on both of two attempts): a coverage-phase case on /v1/messages gets

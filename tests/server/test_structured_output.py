@@ -10,10 +10,9 @@ the developer role, and the 400s of bad schemas. Exit 77 (skip) when a module is
 """
 import json
 import os
-import subprocess
 import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_model import ensure_tiny_model, server_test_args  # noqa: E402
+from tiny_model import ensure_tiny_model, server_test_args, start_server  # noqa: E402
 
 try:
     import jsonschema
@@ -73,14 +72,7 @@ def main():
         print("SKIP: no tokenizer files at", args.tokenizer_dir)
         return 77
     model = ensure_tiny_model(args.maker, args.tokenizer_dir, args.work)
-    proc = subprocess.Popen([args.inkling, "serve", "-m", model, "--port", "0", "--parallel", "3",
-                             "-t", "2"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        raise RuntimeError("server did not start: %r" % line)
-    port = int(line.strip().rsplit(":", 1)[1])
+    proc, port = start_server(args.inkling, model, "--parallel", "3")
     try:
         client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key="none",
                                max_retries=0, timeout=120)

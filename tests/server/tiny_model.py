@@ -28,3 +28,15 @@ def ensure_tiny_model(maker: str, tokenizer_dir: str, work: str) -> str:
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)  # another process made it first
     return model
+
+
+def start_server(inkling: str, model: str, *options: str):
+    """`inkling serve -m model --port 0 -t 2 options...`, waited for until it listens; (process,
+    port). Raises if it does not start."""
+    proc = subprocess.Popen([inkling, "serve", "-m", model, "--port", "0", "-t", "2", *options],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError("server did not start: %r" % line)
+    return proc, int(line.strip().rsplit(":", 1)[1])
