@@ -348,39 +348,43 @@ INK_AVX2 inline void row_kernel(const Prepared& p, int64_t t0, const MatView& w,
 }
 
 // Rows [rb, re) for tokens t0 .. t0 + nt - 1 (nt <= kTokPass).
+// Rows [r0, r1) for every token: each row's factors once, then its tokens kTokPass at a time (the
+// row's codes stay in L1 between the passes).
 template <bool kNv, int kGroup, int kParts>
-void band(Prepared& p, int64_t t0, int nt, const MatView& w, int64_t rb, int64_t re, float* y,
+void band(Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
           int64_t ldy) {
-  for (int64_t r = rb; r < re; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     row_factors(w, r, p);
-    switch (nt) {
-      case 1:
-        row_kernel<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy);
-        break;
-      case 2:
-        row_kernel<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy);
-        break;
-      case 3:
-        row_kernel<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy);
-        break;
-      default:
-        row_kernel<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy);
-        break;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
+      switch (std::min<int64_t>(kTokPass, n_tok - t0)) {
+        case 1:
+          row_kernel<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy);
+          break;
+        case 2:
+          row_kernel<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy);
+          break;
+        case 3:
+          row_kernel<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy);
+          break;
+        default:
+          row_kernel<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy);
+          break;
+      }
     }
   }
 }
 
 template <int kParts>
-void band_for(Prepared& p, int64_t t0, int nt, const MatView& w, int64_t rb, int64_t re, float* y,
+void band_for(Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
               int64_t ldy) {
-  if (w.format == WeightFormat::kNvfp4) return band<true, 16, kParts>(p, t0, nt, w, rb, re, y, ldy);
+  if (w.format == WeightFormat::kNvfp4) return band<true, 16, kParts>(p, n_tok, w, r0, r1, y, ldy);
   switch (w.group) {
     case 32:
-      return band<false, 32, kParts>(p, t0, nt, w, rb, re, y, ldy);
+      return band<false, 32, kParts>(p, n_tok, w, r0, r1, y, ldy);
     case 64:
-      return band<false, 64, kParts>(p, t0, nt, w, rb, re, y, ldy);
+      return band<false, 64, kParts>(p, n_tok, w, r0, r1, y, ldy);
     default:
-      return band<false, 128, kParts>(p, t0, nt, w, rb, re, y, ldy);
+      return band<false, 128, kParts>(p, n_tok, w, r0, r1, y, ldy);
   }
 }
 
@@ -414,19 +418,11 @@ void q4_int8_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
 #if INKLING_HAVE_Q4INT8
   thread_local Prepared p;
   prepare(x, n_tok, ldx, w, parts, p);
-  // Up to kTokPass tokens: every row in one pass. More: blocks of rows (their codes in L1)
-  // visited by each group of tokens. A (row, token) result depends on neither.
-  const int64_t block = n_tok <= kTokPass ? r1 - r0 : 16;
-  for (int64_t rb = r0; rb < r1; rb += block) {
-    const int64_t re = std::min(r1, rb + block);
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
-      const int nt = int(std::min<int64_t>(kTokPass, n_tok - t0));
-      if (parts == 2)
-        band_for<2>(p, t0, nt, w, rb, re, y, ldy);
-      else
-        band_for<1>(p, t0, nt, w, rb, re, y, ldy);
-    }
-  }
+  // A (row, token) result depends on neither the rows nor the tokens of the call.
+  if (parts == 2)
+    band_for<2>(p, n_tok, w, r0, r1, y, ldy);
+  else
+    band_for<1>(p, n_tok, w, r0, r1, y, ldy);
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;
 #endif
