@@ -9,6 +9,10 @@
 
 #include "api_types.h"
 
+namespace httplib {
+struct Response;
+}
+
 namespace inkling::server {
 
 // A Messages request body -> a chat-completions request body (validated afterwards by

@@ -182,8 +182,12 @@ bool authorized(const std::string& header, const std::string& key) {
 // connection is not reused.
 // Every error the server itself answers (refusals before routing, body reading, httplib's own
 // statuses, exceptions) in the shape of the route's API: Anthropic's for /v1/messages.
+// httplib answers a request line it cannot parse (a target with a space, a bad version) with 400
+// before it sets req.path; the raw target it read so far still names the route.
 void send_error_for(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
-  if (req.path == "/v1/messages") return send_anthropic_error(res, e);
+  const std::string& route =
+      req.path.empty() ? req.target.substr(0, req.target.find_first_of("?# ")) : req.path;
+  if (route == "/v1/messages") return send_anthropic_error(res, e);
   send_error(res, e);
 }
 

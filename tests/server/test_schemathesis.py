@@ -61,11 +61,10 @@ def main():
     model = ensure_tiny_model(args.maker, args.tokenizer_dir, args.work)
     proc, port = start_server(args.inkling, model, "--parallel", "2", "--ctx-size", "64")
     try:
-        # Two retries, each failure printed in full. Known and not fixed (2026-12-03, seen in 3 of
-        # about 10 runs, once on both of two attempts): a coverage-phase case on /v1/messages gets
-        # a 400 that httplib answers before any handler, {"error":{"message":"HTTP 400",...}}, in
-        # the OpenAI shape where the description promises Anthropic's (the value schemathesis
-        # filters from its report, "[Filtered]", is what breaks the request).
+        # Two retries, each failure printed in full: about one run in ten stops inside hypothesis
+        # itself (SystemError "AST constructor recursion depth mismatch" while it describes a
+        # strategy on a worker thread), not at the server. (The /v1/messages 400 answered in the
+        # OpenAI shape it used to find is fixed: docs/security.md.)
         for attempt in (1, 2, 3):
             ok = run_once(args, port, proc)
             if ok or proc.poll() is not None:

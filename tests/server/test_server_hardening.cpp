@@ -419,4 +419,44 @@ TEST(ServerHardening, HttpDetails) {
 }
 
 }  // namespace
+// Requests httplib refuses with 400 before any handler runs (a request line it cannot parse, a
+// header line without a value) are answered in the shape of the route's API: Anthropic's on
+// /v1/messages, OpenAI's elsewhere (schemathesis found the first answered in OpenAI's shape).
+TEST(ServerHardening, MalformedRequestsGetTheRouteErrorShape) {
+  SKIP_WITHOUT_MODEL();
+  ServerProcess srv({});
+  ASSERT_GT(srv.port(), 0);
+  struct Raw {
+    const char* request;
+    bool anthropic;
+  } cases[] = {
+      {"POST /v1/messages HTTP/1.1\r\nx-api-key:\r\nConnection: close\r\n\r\n", true},
+      {"POST /v1/messages?a=b c HTTP/1.1\r\nConnection: close\r\n\r\n", true},
+      {"POST /v1/messages HTTP/9.9\r\nConnection: close\r\n\r\n", true},
+      {"POST /v1/chat/completions HTTP/9.9\r\nConnection: close\r\n\r\n", false},
+  };
+  for (const Raw& c : cases) {
+    SCOPED_TRACE(c.request);
+    const int fd = testing::connect_local(srv.port());
+    ASSERT_GE(fd, 0);
+    const std::string req = c.request;
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
+    const std::string out = read_all(fd, 3);  // the whole answer, then the keep-alive wait
+    close(fd);
+    ASSERT_NE(out.find(" 400 "), std::string::npos) << out;
+    const size_t body = out.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos) << out;
+    const json e = json::parse(out.substr(body + 4), nullptr, false);
+    ASSERT_TRUE(e.is_object()) << out;
+    if (c.anthropic) {
+      EXPECT_EQ(e["type"], "error") << out;
+      EXPECT_TRUE(e["error"].contains("type")) << out;
+    } else {
+      EXPECT_FALSE(e.contains("type")) << out;
+      EXPECT_TRUE(e["error"].contains("message")) << out;
+    }
+  }
+  EXPECT_EQ(srv.stop(), 0);
+}
+
 }  // namespace inkling
