@@ -1,5 +1,6 @@
 // PNG -> RGB8 with libpng's classic API: palette and low-bit grey expanded, 16-bit samples
-// reduced to their high byte, grey replicated, alpha (and tRNS) dropped, interlacing undone.
+// reduced to their high byte, grey replicated, alpha (and tRNS) dropped or, with keep_alpha,
+// kept as RgbImage::alpha (tRNS expanded to an alpha channel), interlacing undone.
 // libpng reports errors by longjmp: only trivially destructible locals live across setjmp.
 #include <png.h>
 
@@ -73,21 +74,32 @@ Result<RgbImage> decode_png(std::span<const uint8_t> bytes, const std::string& n
   png_set_expand(png);  // palette -> RGB, grey < 8 bits -> 8 bits, tRNS -> alpha
   png_set_strip_16(png);
   if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
-  png_set_strip_alpha(png);
+  const bool alpha = limits.keep_alpha && ((color & PNG_COLOR_MASK_ALPHA) != 0 ||
+                                           png_get_valid(png, info, PNG_INFO_tRNS) != 0);
+  if (!alpha) png_set_strip_alpha(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != size_t(w) * 3 || png_get_channels(png, info) != 3) {
+  const int64_t ch = alpha ? 4 : 3;
+  if (png_get_rowbytes(png, info) != size_t(w * ch) || png_get_channels(png, info) != ch) {
     png_destroy_read_struct(&png, &info, nullptr);
     return Status::error("[image] " + name + ": unsupported PNG pixel layout");
   }
   img->height = h;
   img->width = w;
-  img->pixels.resize(size_t(w * h * 3));
+  img->pixels.resize(size_t(w * h * ch));
   rows->resize(size_t(h));
-  for (int64_t y = 0; y < h; ++y) (*rows)[size_t(y)] = img->pixels.data() + y * w * 3;
+  for (int64_t y = 0; y < h; ++y) (*rows)[size_t(y)] = img->pixels.data() + y * w * ch;
   png_read_image(png, rows->data());
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
+  if (alpha) {  // RGBA rows -> RGB pixels + alpha plane
+    img->alpha.resize(size_t(w * h));
+    for (int64_t i = 0; i < w * h; ++i) {
+      for (int c = 0; c < 3; ++c) img->pixels[size_t(i * 3 + c)] = img->pixels[size_t(i * 4 + c)];
+      img->alpha[size_t(i)] = img->pixels[size_t(i * 4 + 3)];
+    }
+    img->pixels.resize(size_t(w * h * 3));
+  }
   return std::move(*img);
 }
 

@@ -209,6 +209,15 @@ ModelInfo describe(const Model& m, const std::string& dir) {
   return info;
 }
 
+// The towers' config and weights; the tensors they bind are no longer "dropped" by the layout.
+Status load_towers(const std::string& dir, const TensorMap& refs, Model* m) {
+  INK_ASSIGN_OR_RETURN(m->media, load_media_config(dir, m->config.family == Family::kInkling2));
+  m->towers = bind_towers(m->media, refs, m->config.hidden);
+  std::set<std::string> used(m->towers.bound.begin(), m->towers.bound.end());
+  std::erase_if(m->layout.dropped, [&](const std::string& n) { return used.count(n) > 0; });
+  return Status::success();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
@@ -223,6 +232,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
     INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize_inkling2(refs, &m->layout));
     INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
     INK_ASSIGN_OR_RETURN(m->weights, bind_inkling2(m->config, canonical, quant));
+    INK_RETURN_IF_ERROR(load_towers(dir, refs, m.get()));
     return m;
   }
   INK_ASSIGN_OR_RETURN(TensorMap canonical, sanitize(refs, &m->layout));
@@ -248,12 +258,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir) {
       canonical.merge(mtp);
     }
   }
-  INK_ASSIGN_OR_RETURN(m->media, load_media_config(dir, m->config.hidden));
-  m->towers = bind_towers(m->media, refs, m->config.hidden);
-  {
-    std::set<std::string> used(m->towers.bound.begin(), m->towers.bound.end());
-    std::erase_if(m->layout.dropped, [&](const std::string& n) { return used.count(n) > 0; });
-  }
+  INK_RETURN_IF_ERROR(load_towers(dir, refs, m.get()));
   INK_ASSIGN_OR_RETURN(QuantConfig quant, load_quant_config(dir));
   INK_ASSIGN_OR_RETURN(m->weights, bind_weights(m->config, canonical, quant));
   return m;

@@ -8,6 +8,38 @@
 
 namespace inkling {
 
+namespace {
+
+// Inkling 2: transparency onto the checkerboard, padded tiles, the ViT (one LM row per tile).
+Result<MediaEmbedding> encode_vit(const Model& m, ThreadPool* pool, RgbImage img,
+                                  const std::string& name, const MediaOptions& o) {
+  if (o.upscale && *o.upscale > 0)
+    return Status::error("[image] " + name +
+                         ": Inkling 2's processor does not resize images (no --upscale)");
+  const int64_t P = m.media.vit.tile();
+  const int64_t rows = (img.height + P - 1) / P, cols = (img.width + P - 1) / P;
+  if (rows * cols > o.max_image_tiles)
+    return Status::error("[image] " + name + ": " + std::to_string(img.width) + "x" +
+                         std::to_string(img.height) + " pixels make " +
+                         std::to_string(rows * cols) + " tiles of " + std::to_string(P) + "x" +
+                         std::to_string(P) + ", over the limit of " +
+                         std::to_string(o.max_image_tiles) + " (send a smaller image)");
+  MediaEmbedding e;
+  e.kind = MediaKind::kImage;
+  e.description = "image " + std::to_string(img.width) + "x" + std::to_string(img.height);
+  if (!img.alpha.empty()) e.description += " with transparency";
+  composite_checkerboard(&img);
+  const ImageTiles t = tile_image_padded(img, P);
+  e.rows = t.count();
+  e.description += ", " + std::to_string(t.rows) + "x" + std::to_string(t.cols) + " tiles";
+  e.data.resize(size_t(e.rows * m.config.hidden));
+  vit_forward(m.media.vit, m.towers.vit, t.pixel_values.data(), t.rows, t.cols, e.data.data(),
+              o.use_engine_threads ? pool : nullptr);
+  return e;
+}
+
+}  // namespace
+
 Result<MediaEmbedding> encode_image_rows(const Model& m, ThreadPool* pool,
                                          std::span<const uint8_t> bytes, const std::string& name,
                                          const MediaOptions& o) {
@@ -16,7 +48,9 @@ Result<MediaEmbedding> encode_image_rows(const Model& m, ThreadPool* pool,
                          (m.towers.vision_error.empty() ? "" : ": " + m.towers.vision_error));
   ImageLimits limits;
   limits.max_pixels = o.max_image_pixels;
+  limits.keep_alpha = m.media.inkling2;
   INK_ASSIGN_OR_RETURN(RgbImage img, decode_image(bytes, name, limits));
+  if (m.media.inkling2) return encode_vit(m, pool, std::move(img), name, o);
   UpscalePolicy up = m.media.upscale;
   if (o.upscale) up.frac = *o.upscale > 0 ? o.upscale : std::nullopt;
   if (o.max_upscaled_long_edge > 0) up.max_long_edge = o.max_upscaled_long_edge;
@@ -46,6 +80,8 @@ Result<MediaEmbedding> encode_image_rows(const Model& m, ThreadPool* pool,
 
 Result<MediaEmbedding> encode_audio_rows(const Model& m, std::span<const uint8_t> bytes,
                                          const std::string& name, const MediaOptions& o) {
+  if (m.media.inkling2)
+    return Status::error("[audio] " + name + ": Inkling 2 takes no audio (it has no audio tower)");
   if (!m.towers.audio_ok())
     return Status::error("[audio] " + name + ": this model has no usable audio tower" +
                          (m.towers.audio_error.empty() ? "" : ": " + m.towers.audio_error));

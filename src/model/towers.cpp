@@ -5,33 +5,29 @@
 // preferred, as plan_out_scales orders them); after the last layer one row per tile remains.
 #include <algorithm>
 
+#include "model/tower_tensors.h"
 #include "model/towers.h"
 #include "ops/formats.h"
 
 namespace inkling {
 
-namespace {
-
-const TensorRef* find_any(const TensorMap& m, std::initializer_list<std::string> names) {
+const TensorRef* find_tower_tensor(const TensorMap& m, std::initializer_list<std::string> names) {
   for (const std::string& n : names)
     if (auto it = m.find(n); it != m.end()) return &it->second;
   return nullptr;
 }
 
-bool float_dtype(DType t) {
-  return t == DType::F32 || t == DType::BF16 || t == DType::F16;
-}
-
-std::string expect(const TensorRef& r, const std::vector<int64_t>& want) {
+std::string check_tower_tensor(const TensorRef& r, const std::vector<int64_t>& want) {
+  const bool float_dtype = r.dtype == DType::F32 || r.dtype == DType::BF16 || r.dtype == DType::F16;
   if (r.shape != want)
     return "[load] " + r.origin + ": expected " + shape_str(want) + ", got " + shape_str(r.shape);
-  if (!float_dtype(r.dtype))
+  if (!float_dtype)
     return "[load] " + r.origin + ": dtype " + dtype_name(r.dtype) +
            " is not supported for a tower weight (F32, BF16 or F16)";
   return "";
 }
 
-MatView dense_view(const TensorRef& r) {
+MatView tower_matrix(const TensorRef& r) {
   MatView v;
   v.dtype = r.dtype;
   v.data = r.data;
@@ -42,13 +38,15 @@ MatView dense_view(const TensorRef& r) {
   return v;
 }
 
-std::vector<float> to_f32(const TensorRef& r) {
+std::vector<float> tower_vector(const TensorRef& r) {
   int64_t n = 1;
   for (int64_t d : r.shape) n *= d;
   std::vector<float> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) out[size_t(i)] = load_as_f32(r.dtype, r.data, size_t(i));
   return out;
 }
+
+namespace {
 
 std::string bind_vision(const MediaConfig& mc, const TensorMap& m, int H, Towers* t) {
   const std::string vis = "model.visual.layers.", hf = "model.vision_tower.encoder_layers.";
@@ -58,7 +56,7 @@ std::string bind_vision(const MediaConfig& mc, const TensorMap& m, int H, Towers
   for (int i = 0; i < mc.vision_layers; ++i) {
     const std::string is = std::to_string(i);
     const TensorRef* w =
-        find_any(m, {vis + "linear_" + is + ".weight", hf + is + ".projection.weight"});
+        find_tower_tensor(m, {vis + "linear_" + is + ".weight", hf + is + ".projection.weight"});
     if (!w)
       return "[load] missing tensor model.visual.layers.linear_" + is +
              ".weight (vision_config.n_layers = " + std::to_string(mc.vision_layers) + ")";
@@ -82,31 +80,31 @@ std::string bind_vision(const MediaConfig& mc, const TensorMap& m, int H, Towers
              " is no fold of the remaining " + std::to_string(t_left) + "x" +
              std::to_string(s_left) + "x" + std::to_string(s_left) + " grid of width " +
              std::to_string(width);
-    if (std::string e = expect(*w, {out, in}); !e.empty()) return e;
+    if (std::string e = check_tower_tensor(*w, {out, in}); !e.empty()) return e;
     t_left /= l.t_fold, s_left /= l.hw_fold;
     if (last && (t_left != 1 || s_left != 1))
       return "[load] " + w->origin + ": the last vision layer leaves a " + std::to_string(t_left) +
              "x" + std::to_string(s_left) + "x" + std::to_string(s_left) +
              " grid per tile (expected 1 row per tile)";
-    l.proj = dense_view(*w);
+    l.proj = tower_matrix(*w);
     if (!l.proj.kernels) return "[load] " + w->origin + ": no kernel for this storage";
     t->bound.push_back(w->origin);
     if (!last) {
       const TensorRef* n =
-          find_any(m, {vis + "norm_" + is + ".weight", hf + is + ".layer_norm.weight"});
+          find_tower_tensor(m, {vis + "norm_" + is + ".weight", hf + is + ".layer_norm.weight"});
       if (!n) return "[load] missing tensor model.visual.layers.norm_" + is + ".weight";
-      if (std::string e = expect(*n, {out}); !e.empty()) return e;
-      l.norm = to_f32(*n);
+      if (std::string e = check_tower_tensor(*n, {out}); !e.empty()) return e;
+      l.norm = tower_vector(*n);
       t->bound.push_back(n->origin);
     }
     width = out;
     layers.push_back(std::move(l));
   }
-  const TensorRef* fn =
-      find_any(m, {"model.visual.final_norm.weight", "model.vision_tower.final_norm.weight"});
+  const TensorRef* fn = find_tower_tensor(
+      m, {"model.visual.final_norm.weight", "model.vision_tower.final_norm.weight"});
   if (!fn) return "[load] missing tensor model.visual.final_norm.weight";
-  if (std::string e = expect(*fn, {H}); !e.empty()) return e;
-  t->vision_norm = to_f32(*fn);
+  if (std::string e = check_tower_tensor(*fn, {H}); !e.empty()) return e;
+  t->vision_norm = tower_vector(*fn);
   t->bound.push_back(fn->origin);
   t->vision = std::move(layers);
   return "";
@@ -114,18 +112,18 @@ std::string bind_vision(const MediaConfig& mc, const TensorMap& m, int H, Towers
 
 std::string bind_audio(const MediaConfig& mc, const TensorMap& m, int H, Towers* t) {
   const TensorRef* e =
-      find_any(m, {"model.audio.encoder.weight",
-                   "model.audio_tower.embed_audio_tokens.embed_audio_tokens.weight"});
+      find_tower_tensor(m, {"model.audio.encoder.weight",
+                            "model.audio_tower.embed_audio_tokens.embed_audio_tokens.weight"});
   const TensorRef* n =
-      find_any(m, {"model.audio.final_norm.weight", "model.audio_tower.norm.weight"});
+      find_tower_tensor(m, {"model.audio.final_norm.weight", "model.audio_tower.norm.weight"});
   if (!e) return "[load] missing tensor model.audio.encoder.weight";
   if (!n) return "[load] missing tensor model.audio.final_norm.weight";
-  if (std::string s = expect(*e, {int64_t(mc.mel_bins) * mc.mel_levels, H}); !s.empty())
+  if (std::string s = check_tower_tensor(*e, {int64_t(mc.mel_bins) * mc.mel_levels, H}); !s.empty())
     return s + " (audio_config: n_mel_bins " + std::to_string(mc.mel_bins) + " x mel_vocab_size " +
            std::to_string(mc.mel_levels) + " rows)";
-  if (std::string s = expect(*n, {H}); !s.empty()) return s;
-  t->audio_table = dense_view(*e);
-  t->audio_norm = to_f32(*n);
+  if (std::string s = check_tower_tensor(*n, {H}); !s.empty()) return s;
+  t->audio_table = tower_matrix(*e);
+  t->audio_norm = tower_vector(*n);
   t->bound.push_back(e->origin);
   t->bound.push_back(n->origin);
   return "";
@@ -142,6 +140,15 @@ bool any_prefix(const TensorMap& m, std::initializer_list<const char*> prefixes)
 
 Towers bind_towers(const MediaConfig& mc, const TensorMap& m, int H) {
   Towers t;
+  if (mc.inkling2) {  // the ViT; Inkling 2 has no audio tower
+    if (!any_prefix(m, {"model.visual.", "model.vision_tower."})) return t;
+    if (!mc.has_vision)
+      t.vision_error = "[load] the checkpoint has vision tensors but config.json no vision_config";
+    else
+      t.vision_error = bind_vit(mc.vit, m, H, &t.vit, &t.bound);
+    if (!t.vision_error.empty()) t.vit = VitWeights{}, t.bound.clear();
+    return t;
+  }
   if (any_prefix(m, {"model.visual.layers.", "model.vision_tower."})) {
     if (!mc.has_vision)
       t.vision_error = "[load] the checkpoint has vision tensors but config.json no vision_config";

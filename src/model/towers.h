@@ -1,7 +1,9 @@
 // Inkling's image and audio towers (spec/inkling-multimodal.md): their config (vision_config,
 // audio_config, the placeholder ids, preprocessor_config.json's upscale), their weights bound
-// from either layout with shape checks, and their forward passes. A tower whose tensors are
-// absent or do not bind leaves the text model usable; using it then fails with the reason.
+// from either layout with shape checks, and their forward passes. Inkling 2's vision tower (a
+// ViT, no audio tower) is model/inkling2/vision.h's; this file holds which one a model has. A tower
+// whose tensors are absent or do not bind leaves the text model usable; using it then fails with
+// the reason.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 
 #include "base/thread_pool.h"
 #include "media/image_prep.h"
+#include "model/inkling2/vision.h"
 #include "model/layouts.h"
 #include "ops/weight_view.h"
 
@@ -17,12 +20,14 @@ namespace inkling {
 
 struct MediaConfig {
   bool has_vision = false, has_audio = false;  // config.json has vision_config / audio_config
-  int patch = 40;                              // vision_config.patch_size
-  int temporal = 2;                            // vision_config.temporal_patch_size
-  int channels = 3;                            // vision_config.num_channels
-  int vision_layers = 4;                       // vision_config.n_layers (num_hidden_layers)
-  int mel_bins = 80;                           // audio_config.n_mel_bins
-  int mel_levels = 16;                         // audio_config.mel_vocab_size
+  bool inkling2 = false;  // an inkling2 / inkling2_loop config: the ViT, no audio tower
+  VitConfig vit;          // Inkling 2's vision_config
+  int patch = 40;         // vision_config.patch_size
+  int temporal = 2;       // vision_config.temporal_patch_size
+  int channels = 3;       // vision_config.num_channels
+  int vision_layers = 4;  // vision_config.n_layers (num_hidden_layers)
+  int mel_bins = 80;      // audio_config.n_mel_bins
+  int mel_levels = 16;    // audio_config.mel_vocab_size
   int32_t image_token = 200054, audio_token = 200053;  // placeholders (image/audio_token_id)
   int32_t image_bos = 200005, audio_bos = 200020;      // markers before a span
   int32_t audio_end = 200043;                          // <|audio_end|> after an audio span
@@ -30,8 +35,9 @@ struct MediaConfig {
   std::string upscale_source = "default (serving engines: 2.0, long edge <= 2048)";
 };
 
-// Reads config.json (and preprocessor_config.json when present) of a model folder.
-Result<MediaConfig> load_media_config(const std::string& model_dir, int hidden);
+// Reads config.json (and preprocessor_config.json when present) of a model folder; `inkling2`:
+// the text config is Inkling 2's (its vision_config is a ViT's, and it has no audio tower).
+Result<MediaConfig> load_media_config(const std::string& model_dir, bool inkling2);
 
 struct VisionLayerWeights {
   MatView proj;             // [out, t_fold * hw_fold^2 * in_channels]
@@ -42,11 +48,12 @@ struct VisionLayerWeights {
 struct Towers {
   std::vector<VisionLayerWeights> vision;  // empty: no vision tower
   std::vector<float> vision_norm;          // [H] final_norm
+  VitWeights vit;                          // Inkling 2's tower (vit.layers empty: none)
   MatView audio_table;                     // [mel_bins * mel_levels, H]
   std::vector<float> audio_norm;           // [H]
   std::string vision_error, audio_error;   // why a tower is unusable ("" = bound or absent)
   std::vector<std::string> bound;          // checkpoint names the towers read
-  bool vision_ok() const { return !vision.empty(); }
+  bool vision_ok() const { return !vision.empty() || vit.patch_embed.kernels != nullptr; }
   bool audio_ok() const { return audio_table.data != nullptr; }
 };
 

@@ -1,5 +1,6 @@
 // Fuzzes the image decoders (src/media: PNG via libpng, JPEG via libjpeg) and, for what decodes,
-// the upscale and tiling, on arbitrary bytes. Small limits keep each input cheap.
+// the upscale and tiling, on arbitrary bytes; and Inkling 2's path (alpha kept, composited onto
+// the checkerboard, padded tiles). Small limits keep each input cheap.
 #include <cstdint>
 #include <span>
 
@@ -16,5 +17,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   inkling::upscaled_size(img->height, img->width, inkling::UpscalePolicy{1.5, 96}, &h, &w);
   auto t = inkling::tile_image(inkling::resize_lanczos(*img, h, w), 8, 2);
   (void)t;
+  limits.keep_alpha = true;
+  auto rgba = inkling::decode_image(std::span<const uint8_t>(data, size), "fuzz", limits);
+  if (!rgba.ok()) return 0;
+  inkling::composite_checkerboard(&*rgba);
+  auto padded = inkling::tile_image_padded(*rgba, 8);
+  (void)padded;
   return 0;
 }
