@@ -96,6 +96,7 @@ Result<MediaConfig> load_media_config(const std::string& dir, bool inkling2) {
     mc.patch = mc.vit.tile();
   }
   if (auto it = root.find("vision_config"); !inkling2 && it != root.end() && it->is_object()) {
+    mc.has_vision = true;
     const std::string w = path + " vision_config";
     INK_RETURN_IF_ERROR(read_int(*it, "patch_size", &mc.patch, w, 1, 1024));
     INK_RETURN_IF_ERROR(read_int(*it, "temporal_patch_size", &mc.temporal, w, 1, 64));

@@ -1,6 +1,7 @@
 // `inkling generate --image/--audio` on the multimodal fixture (tests/fixtures/mm): the prompt's
 // one-per-part placeholders are expanded and filled, and the greedy continuation equals
-// transformers'; bad files and count mismatches exit 2 with one line.
+// transformers'; bad files and count mismatches exit 2 with one line. The same for Inkling 2
+// (tests/fixtures/inkling2_vision: its ViT, both model types), where audio is refused.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -64,6 +65,39 @@ TEST(CliMedia, Errors) {
   r = run({"--image", kDir + "media/missing.png"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+}
+
+const std::string kV2 = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/inkling2_vision/";
+
+TEST(CliMedia, Inkling2GenerateGreedyMatchesReference) {
+  for (const char* name : {"two", "loop_one"}) {
+    SCOPED_TRACE(name);
+    const auto j = testing::read_json(kV2 + "ref/" + name + ".json");
+    std::vector<std::string> args = {"generate",
+                                     "-m",
+                                     kV2 + "model/" + j["model"].get<std::string>(),
+                                     "--token-ids",
+                                     collapsed_ids(testing::json_ids(j, "prompt_ids")),
+                                     "-n",
+                                     "8",
+                                     "--temp",
+                                     "0",
+                                     "--numerics",
+                                     "exact",
+                                     "--json"};
+    for (const auto& f : j["images"])
+      args.insert(args.end(), {"--image", kV2 + "media/" + f.get<std::string>()});
+    const auto r = testing::run_cli(args, scratch());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto out = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(out.is_object()) << r.out;
+    EXPECT_EQ(out["ids"].get<std::vector<int32_t>>(), testing::json_ids(j, "greedy"));
+  }
+  const auto r = testing::run_cli({"generate", "-m", kV2 + "model/hf", "--token-ids", "5,6", "-n",
+                                   "1", "--audio", kDir + "media/tone_0.23s.wav"},
+                                  scratch());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("Inkling 2 takes no audio"), std::string::npos) << r.err;
 }
 
 }  // namespace
