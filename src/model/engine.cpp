@@ -305,6 +305,7 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
                          " exceeds the supported maximum " + std::to_string(kMaxPrefillChunk));
   INK_ASSIGN_OR_RETURN(auto model, Model::load(model_dir));
   bind_numerics(model->weights, opts.numerics);
+  bind_tower_numerics(model->towers, opts.numerics);
   if (opts.expert_executor)
     for (int l = 0; l < model->weights.n_layers(); ++l)
       if (MoeWeights* moe = model->weights.moe_at(l)) {

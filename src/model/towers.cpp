@@ -176,4 +176,17 @@ Towers bind_towers(const MediaConfig& mc, const TensorMap& m, int H) {
   return t;
 }
 
+void bind_tower_numerics(Towers& t, Numerics n) {
+  const KernelMode mode = n == Numerics::kExact ? KernelMode::kExact : KernelMode::kFastFine;
+  auto rebind = [&](MatView& v) {
+    if (v.data) bind_kernels(v, mode);
+  };
+  for (VisionLayerWeights& l : t.vision) rebind(l.proj);
+  VitWeights& w = t.vit;
+  for (MatView* v : {&w.patch_embed, &w.proj1, &w.proj2}) rebind(*v);
+  for (VitLayer& l : w.layers)
+    for (MatView* v : {&l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2}) rebind(*v);
+  w.numerics = n;
+}
+
 }  // namespace inkling

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "inkling/numerics.h"
 #include "media/image_prep.h"
 #include "model/inkling2/vision.h"
 #include "model/layouts.h"
@@ -61,6 +62,10 @@ struct Towers {
 // transformers' model.vision_tower.* / model.audio_tower.* names). Never fails: a tower that
 // cannot be bound records its error message.
 Towers bind_towers(const MediaConfig& mc, const TensorMap& checkpoint, int hidden);
+
+// Rebinds the towers' matrices for numerics `n` as bind_numerics does the text model's (fast: the
+// fine grade, bf16 activations against bf16 weights); the ViT's attention follows the mode too.
+void bind_tower_numerics(Towers& t, Numerics n);
 
 // pixel_values [tiles, T, patch, patch, C] -> rows [tiles, H].
 void vision_forward(const MediaConfig& mc, const Towers& t, const float* pixel_values,

@@ -147,15 +147,18 @@ TEST(Inkling2Vision, LoopModelRowsLogitsGreedy) {
   check_cases("loop", "loop");
 }
 
-// Fast numerics on the same f32 checkpoint: the tower's products stay f32, so its rows are the
-// exact mode's to within accumulation order.
-TEST(Inkling2Vision, FastNumericsRowsMatchExact) {
+// Fast numerics on the same f32 checkpoint: the matrices keep f32 products, the attention rounds
+// its keys, values and queries to bf16, so the rows move by bf16 rounding, no more.
+TEST(Inkling2Vision, FastNumericsRowsWithinBf16Rounding) {
   auto exact = load_v2("hf"), fast = load_v2("hf", Numerics::kFast);
   ASSERT_TRUE(exact && fast);
   auto a = encode_image(*exact, v2_bytes("photo_64x90.jpg"), "photo");
   auto b = encode_image(*fast, v2_bytes("photo_64x90.jpg"), "photo");
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_LT(v2_rel_diff(b->data, a->data), 1e-5f);
+  const float d = v2_rel_diff(b->data, a->data);
+  std::printf("fast vs exact tower rows: %.2e of max |row|\n", double(d));
+  EXPECT_GT(d, 0.0f);  // the bf16 attention ran
+  EXPECT_LT(d, 1e-2f);
 }
 
 TEST(Inkling2Vision, ClearErrors) {

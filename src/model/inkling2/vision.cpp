@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/dtype.h"
 #include "model/tower_tensors.h"
 #include "ops/formats.h"
 #include "ops/matmul.h"
@@ -128,11 +129,15 @@ void rope(float* x, int64_t S, int64_t nh, int64_t hd, const float* cs) {
     }
 }
 
-// Bidirectional multi-head attention of S rows: q, k, v [S, nh * hd] -> out [S, nh * hd].
+// Bidirectional multi-head attention of S rows: q, k, v [S, nh * hd] -> out [S, nh * hd]. One
+// head's keys [S, hd] and transposed values [hd, S] are a weight view each: f32 (exact), or
+// rounded to bf16 (fast, with bf16 activations: the kernels' fast grade).
 void attend(const float* q, const float* k, const float* v, int64_t S, int64_t nh, int64_t hd,
-            float* out, ThreadPool* pool) {
+            Numerics numerics, float* out, ThreadPool* pool) {
+  const bool bf16 = numerics == Numerics::kFast;
   const float scale = float(std::pow(double(hd), -0.5));
   std::vector<float> kh(size_t(S * hd)), vt(size_t(hd * S)), qh(size_t(kQueryChunk * hd));
+  std::vector<uint16_t> kh16(bf16 ? kh.size() : 0), vt16(bf16 ? vt.size() : 0);
   std::vector<float> p(size_t(kQueryChunk * S)), o(size_t(kQueryChunk * hd));
   for (int64_t h = 0; h < nh; ++h) {
     for (int64_t t = 0; t < S; ++t)
@@ -140,7 +145,16 @@ void attend(const float* q, const float* k, const float* v, int64_t S, int64_t n
         kh[size_t(t * hd + d)] = k[(t * nh + h) * hd + d];
         vt[size_t(d * S + t)] = v[(t * nh + h) * hd + d];
       }
-    const MatView K = f32_view(kh.data(), S, hd), Vt = f32_view(vt.data(), hd, S);
+    MatView K = f32_view(kh.data(), S, hd), Vt = f32_view(vt.data(), hd, S);
+    if (bf16) {
+      for (size_t i = 0; i < kh.size(); ++i) kh16[i] = f32_to_bf16(kh[i]);
+      for (size_t i = 0; i < vt.size(); ++i) vt16[i] = f32_to_bf16(vt[i]);
+      K.dtype = Vt.dtype = DType::BF16;
+      K.data = reinterpret_cast<const uint8_t*>(kh16.data());
+      Vt.data = reinterpret_cast<const uint8_t*>(vt16.data());
+      bind_kernels(K, KernelMode::kFastFine);
+      bind_kernels(Vt, KernelMode::kFastFine);
+    }
     for (int64_t t0 = 0; t0 < S; t0 += kQueryChunk) {
       const int64_t n = std::min(kQueryChunk, S - t0);
       for (int64_t t = 0; t < n; ++t)
@@ -275,7 +289,7 @@ void vit_forward(const VitConfig& vc, const VitWeights& w, const float* pv, int6
     linear(a.data(), S, L.v, L.v_b, v.data(), pool);
     rope(q.data(), S, nh, hd, cs.data());
     rope(k.data(), S, nh, hd, cs.data());
-    attend(q.data(), k.data(), v.data(), S, nh, hd, att.data(), pool);
+    attend(q.data(), k.data(), v.data(), S, nh, hd, w.numerics, att.data(), pool);
     linear(att.data(), S, L.o, L.o_b, a.data(), pool);
     for (int64_t i = 0; i < S * D; ++i) h[size_t(i)] += L.lambda1[size_t(i % D)] * a[size_t(i)];
     layer_norm(h.data(), L.ln2_w, L.ln2_b, S, D, vc.eps, a.data());

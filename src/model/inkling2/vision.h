@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "inkling/numerics.h"
 #include "model/layouts.h"
 #include "ops/weight_view.h"
 
@@ -39,6 +40,9 @@ struct VitWeights {
   std::vector<VitLayer> layers;
   MatView proj1, proj2;                 // [P, merge^2 D], [H, P]
   std::vector<float> proj1_b, proj2_b;  // empty without projector_bias
+  // Fast: attention's keys and values are rounded to bf16 once per image and scored with the
+  // bf16 kernels (as a bf16 reference's attention); exact: f32 products.
+  Numerics numerics = Numerics::kExact;
 };
 
 // Binds the tower from the original (model.visual.backbone.*, model.visual.proj_in/out) or
