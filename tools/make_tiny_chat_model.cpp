@@ -2,7 +2,10 @@
 // (201024 rows, 200058 usable ids, EOS 200006) in the original `model.llm.*` layout, BF16, plus
 // the Inkling tokenizer files, so the server can be driven end to end without a real model.
 // Usage: make_tiny_chat_model OUT_DIR TOKENIZER_DIR [--hidden N] [--seed N] [--towers 1]
+//        [--inkling2 1]
 // --towers 1 adds small image and audio towers (8x8 tiles, 16-level dMel) for media tests.
+// --inkling2 1 writes an Inkling 2 model instead (2 layers: sliding + full, 4 experts top 2) with
+// a small ViT (width 16, 2 heads, 1 layer, the released 20x20 patches and 2x2 merge).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -89,6 +92,126 @@ class Writer {
   std::vector<Tensor> tensors_;
 };
 
+// Inkling 2 (spec/inkling2.md): the original layout's names (model.llm.*, model.visual.*).
+void write_inkling2(Writer& w, int64_t H, const fs::path& out) {
+  const int64_t V = 201024, Vu = 200058, nh = 4, kv = 2, hd = 8, drel = 4, window = 64,
+                extent = 128, I = 16, E = 4, K = 4;
+  const int64_t D = 16, F = 64, P = 32, G = 4, patch = 20;  // the ViT
+  nlohmann::ordered_json text = {{"model_type", "inkling2_text"},
+                                 {"vocab_size", V},
+                                 {"unpadded_vocab_size", Vu},
+                                 {"hidden_size", H},
+                                 {"num_hidden_layers", 2},
+                                 {"layer_types", {"hybrid_sliding", "hybrid"}},
+                                 {"n_layers_per_attn_res_block", 2},
+                                 {"num_attention_heads", nh},
+                                 {"num_key_value_heads", kv},
+                                 {"head_dim", hd},
+                                 {"swa_num_attention_heads", nh},
+                                 {"swa_num_key_value_heads", kv},
+                                 {"swa_head_dim", hd},
+                                 {"sliding_window_size", window},
+                                 {"d_rel", drel},
+                                 {"rel_extent", extent},
+                                 {"log_scaling_n_floor", 128000},
+                                 {"log_scaling_alpha", 0.1},
+                                 {"conv_kernel_size", K},
+                                 {"moe_intermediate_size", I},
+                                 {"n_routed_experts", E},
+                                 {"num_experts_per_tok", 2},
+                                 {"route_scale", 2.5},
+                                 {"scoring_func", "sigmoid"},
+                                 {"hidden_act", "silu"},
+                                 {"qk_l2_clip_threshold", 2.5},
+                                 {"rel_l2_clip_threshold", 1.2},
+                                 {"mlp_gate_softcap", 4.0},
+                                 {"mlp_up_softcap", 25.0},
+                                 {"final_logit_softcapping", 30.0},
+                                 {"rms_norm_eps", 1e-6},
+                                 {"max_position_embeddings", 8192},
+                                 {"eos_token_id", 200006}};
+  nlohmann::ordered_json vision = {{"model_type", "inkling2_vision"}, {"hidden_size", D},
+                                   {"intermediate_size", F},          {"num_hidden_layers", 1},
+                                   {"num_attention_heads", 2},        {"patch_size", patch},
+                                   {"spatial_merge_size", 2},         {"posemb_grid_size", G},
+                                   {"projection_hidden_dim", P},      {"text_hidden_size", H}};
+  nlohmann::ordered_json cfg = {{"architectures", {"Inkling2ForConditionalGeneration"}},
+                                {"model_type", "inkling2"},
+                                {"eos_token_id", 200006},
+                                {"image_token_id", 200054},
+                                {"torch_dtype", "bfloat16"},
+                                {"text_config", text},
+                                {"vision_config", vision}};
+  std::ofstream(out / "config.json") << cfg.dump(1) << "\n";
+  const float lin = 1.0f / std::sqrt(float(H));
+  const std::string p = "model.llm.";
+  w.add(p + "embed.weight", {V, H}, 'n', 1.0f);
+  w.add(p + "embed_norm.weight", {H}, 'c', 1.0f);
+  w.add(p + "attn_res.attn_queries.0", {3, H}, 'n', 0.02f);
+  for (int l = 0; l < 2; ++l)
+    w.add(p + "attn_res.mlp_queries." + std::to_string(l), {H}, 'n', 0.02f);
+  w.add(p + "attn_res.output_query", {H}, 'n', 0.02f);
+  for (int l = 0; l < 2; ++l) {
+    const std::string L = p + "layers." + std::to_string(l) + ".", a = L + "attn.";
+    const bool sliding = l == 0;
+    w.add(a + "wq_du.weight", {nh * hd, H}, 'n', lin);
+    w.add(a + "wk_dv.weight", {kv * hd, H}, 'n', lin);
+    w.add(a + "wv_dv.weight", {kv * hd, H}, 'n', lin);
+    w.add(a + "wr_du.weight", {nh * drel, H}, 'n', lin);
+    w.add(a + "wo_ud.weight", {H, nh * hd}, 'n', 1.0f / std::sqrt(float(nh * hd)));
+    w.add(a + "gate_attn.weight", {nh * hd, H}, 'n', lin);
+    w.add(a + "attn_sink_proj.weight", {nh, H}, 'n', lin);
+    w.add(a + "q_l2_clip.scale", {nh, hd}, 'c', 1.0f);
+    w.add(a + "rel_l2_clip.scale", {nh, drel}, 'c', 1.0f);
+    w.add(a + "rel_logits_proj.proj", {drel, sliding ? window : extent}, 'n', 0.5f);
+    w.add(L + "attn_sconv.weight", {H, 1, K}, 'n', 0.3f);
+    w.add(L + "mlp_sconv.weight", {H, 1, K}, 'n', 0.3f);
+    w.add(L + "mlp_norm.weight", {H}, 'c', 1.0f);
+    if (sliding) {
+      w.add(L + "attn_norm.weight", {H}, 'c', 1.0f);
+      w.add(a + "k_sconv.weight", {kv * hd, 1, K}, 'n', 0.3f);
+      w.add(a + "v_sconv.weight", {kv * hd, 1, K}, 'n', 0.3f);
+    } else {
+      for (const char* n : {"q", "k", "v"}) w.add(L + n + "_input_norm.weight", {H}, 'c', 1.0f);
+      for (const char* n : {"k", "v"}) {
+        w.add(a + n + "_sconv.static_w", {K, kv * hd}, 'n', 0.3f);
+        w.add(a + n + "_sconv.weight_proj", {kv * K, H}, 'n', 0.1f * lin);
+      }
+    }
+    w.add(L + "mlp.gate.weight", {E, H}, 'n', lin);
+    w.add(L + "mlp.gate.bias", {E}, 'n', 0.1f);
+    w.add(L + "mlp.experts.w13_weight", {E, 2 * I, H}, 'n', lin);
+    w.add(L + "mlp.experts.w2_weight", {E, H, I}, 'n', 1.0f / std::sqrt(float(I)));
+  }
+  w.add(p + "norm.weight", {H}, 'c', 1.0f);
+  w.add(p + "unembed.weight", {V, H}, 'n', 3.0f * lin);
+  const std::string e = "model.visual.backbone.embeddings.", b = "model.visual.backbone.";
+  const int64_t in = 3 * patch * patch;
+  w.add(e + "patch_embedding.weight", {D, in}, 'n', 1.0f / std::sqrt(float(in)));
+  w.add(e + "position_embedding", {G * G, D}, 'n', 0.3f);
+  w.add(e + "class_embedding", {D}, 'n', 0.3f);
+  w.add(e + "cls_position_embedding", {D}, 'n', 0.3f);
+  w.add(b + "ln_pre.weight", {D}, 'c', 1.0f);
+  w.add(b + "ln_pre.bias", {D}, 'n', 0.1f);
+  const std::string l = b + "layers.0.";
+  for (const char* n : {"ln_1", "ln_2"}) {
+    w.add(l + n + ".weight", {D}, 'c', 1.0f);
+    w.add(l + n + ".bias", {D}, 'n', 0.1f);
+  }
+  w.add(l + "ls_1.gamma", {D}, 'c', 0.1f);
+  w.add(l + "ls_2.gamma", {D}, 'c', 0.1f);
+  for (const char* n : {"q", "k", "v", "out"}) {
+    w.add(l + "self_attn." + n + "_proj.weight", {D, D}, 'n', 1.0f / std::sqrt(float(D)));
+    w.add(l + "self_attn." + n + "_proj.bias", {D}, 'n', 0.1f);
+  }
+  w.add(l + "mlp.c_fc.weight", {F, D}, 'n', 1.0f / std::sqrt(float(D)));
+  w.add(l + "mlp.c_fc.bias", {F}, 'n', 0.1f);
+  w.add(l + "mlp.c_proj.weight", {D, F}, 'n', 1.0f / std::sqrt(float(F)));
+  w.add(l + "mlp.c_proj.bias", {D}, 'n', 0.1f);
+  w.add("model.visual.proj_in.weight", {P, 4 * D}, 'n', 1.0f / std::sqrt(float(4 * D)));
+  w.add("model.visual.proj_out.weight", {H, P}, 'n', 1.0f / std::sqrt(float(P)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,8 +222,9 @@ int main(int argc, char** argv) {
   const fs::path out = argv[1], tok = argv[2];
   int64_t H = 32;
   uint64_t seed = 1234;
-  bool towers = false;
+  bool towers = false, inkling2 = false;
   for (int i = 3; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--inkling2") inkling2 = std::string(argv[i + 1]) == "1";
     if (std::string(argv[i]) == "--towers") towers = std::string(argv[i + 1]) == "1";
     if (std::string(argv[i]) == "--hidden") H = std::stoll(argv[i + 1]);
     if (std::string(argv[i]) == "--seed") seed = std::stoull(argv[i + 1]);
@@ -117,6 +241,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "error: copy %s: %s\n", (tok / f).c_str(), ec.message().c_str());
       return 1;
     }
+  }
+  if (inkling2) {
+    Writer w(seed);
+    write_inkling2(w, H, out);
+    if (!w.write(out / "model.safetensors")) {
+      std::fprintf(stderr, "error: cannot write %s\n", (out / "model.safetensors").c_str());
+      return 1;
+    }
+    std::printf("%s\n", out.c_str());
+    return 0;
   }
   nlohmann::ordered_json text = {{"vocab_size", V},
                                  {"unpadded_vocab_size", Vu},

@@ -2,7 +2,9 @@
 // with towers (make_tiny_chat_model --towers 1): data: URLs and input_audio are accepted and cost
 // their tiles/frames in prompt tokens; a repeated image is reused from the prefix cache, another
 // image is not; local paths only under --media-dir; remote URLs, bad
-// base64 and undecodable files are 400s with a code naming the problem.
+// base64 and undecodable files are 400s with a code naming the problem. The same on a tiny
+// Inkling 2 model (make_tiny_chat_model --inkling2 1: its ViT, one token per 40x40 tile) through
+// chat completions, Responses and Messages, where audio is refused.
 #include <httplib.h>
 
 #include <gtest/gtest.h>
@@ -45,19 +47,23 @@ std::string base64(const std::string& path) {
   return out;
 }
 
+// Made once per build folder, aside and renamed into place (other test processes may use it).
+void ensure_media_model(const std::string& dir, const char* flag) {
+  namespace fs = std::filesystem;
+  if (fs::exists(dir + "/model.safetensors")) return;
+  const std::string tmp = dir + ".tmp." + std::to_string(getpid());
+  if (testing::spawn_wait({INKLING_BINARY_DIR "/make_tiny_chat_model", tmp, testing::kTokenizerDir,
+                           flag, "1"}) != 0)
+    return;
+  std::error_code ec;
+  fs::rename(tmp, dir, ec);
+  fs::remove_all(tmp, ec);
+}
+
 class ServerMedia : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    namespace fs = std::filesystem;
-    if (!fs::exists(kModel + "/model.safetensors")) {
-      const std::string tmp = kModel + ".tmp." + std::to_string(getpid());
-      if (testing::spawn_wait({INKLING_BINARY_DIR "/make_tiny_chat_model", tmp,
-                               testing::kTokenizerDir, "--towers", "1"}) != 0)
-        return;
-      std::error_code ec;
-      fs::rename(tmp, kModel, ec);
-      fs::remove_all(tmp, ec);
-    }
+    ensure_media_model(kModel, "--towers");
     server_ = new testing::ServerProcess({"--media-dir", kMedia, "--ctx-size", "2048"}, kModel);
   }
   static void TearDownTestSuite() {
@@ -141,6 +147,73 @@ TEST_F(ServerMedia, BadPartsAre400s) {
   EXPECT_EQ(code({{"type", "input_audio"}, {"input_audio", {{"data", "AAAA"}, {"format", "mp3"}}}}),
             "unsupported_audio_format");
   EXPECT_EQ(code({{"type", "video_url"}, {"video_url", {{"url", "x"}}}}), "unsupported_content");
+}
+
+const std::string kV2Media =
+    std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/inkling2_vision/media/";
+const std::string kV2Model = INKLING_BINARY_DIR "/tiny_inkling2_vision_model";
+
+TEST(ServerMediaInkling2, ImagePartsOnEveryApiAndNoAudio) {
+  ensure_media_model(kV2Model, "--inkling2");
+  testing::ServerProcess srv({"--ctx-size", "2048"}, kV2Model);
+  ASSERT_GT(srv.port(), 0) << "server did not start";
+  int status = 0;
+  auto chat = [&](const json& parts) {
+    json body = {{"messages", json::array({{{"role", "user"}, {"content", parts}}})},
+                 {"max_tokens", 4},
+                 {"temperature", 0}};
+    return testing::post_json(srv.port(), "/v1/chat/completions", body, &status);
+  };
+  const json text = {{"type", "text"}, {"text", "What is this?"}};
+  const std::string rgba = base64(kV2Media + "rgba_83x41.png");  // 2 x 3 tiles of 40x40
+  const json img = {{"type", "image_url"},
+                    {"image_url", {{"url", "data:image/png;base64," + rgba}}}};
+  json plain = chat(json::array({text}));
+  ASSERT_EQ(status, 200) << plain.dump();
+  const int64_t base = plain["usage"]["prompt_tokens"];
+  json r = chat(json::array({img, text}));
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["usage"]["prompt_tokens"].get<int64_t>(), base + 6 + 3);  // + part markers
+  json r2 = chat(json::array({img, text}));
+  EXPECT_EQ(r2["choices"][0]["message"], r["choices"][0]["message"]);
+  EXPECT_EQ(r2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(),
+            r2["usage"]["prompt_tokens"].get<int64_t>() - 1);
+  json other = chat(json::array(
+      {{{"type", "image_url"},
+        {"image_url", {{"url", "data:image/jpeg;base64," + base64(kV2Media + "photo_64x90.jpg")}}}},
+       text}));
+  ASSERT_EQ(status, 200) << other.dump();
+  EXPECT_LT(other["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), base);
+  json audio = chat(json::array(
+      {{{"type", "input_audio"},
+        {"input_audio", {{"data", base64(kMedia + "tone_0.23s.wav")}, {"format", "wav"}}}}}));
+  EXPECT_EQ(status, 400) << audio.dump();
+  EXPECT_NE(audio.dump().find("Inkling 2 takes no audio"), std::string::npos) << audio.dump();
+  json resp = testing::post_json(
+      srv.port(), "/v1/responses",
+      {{"max_output_tokens", 3},
+       {"input",
+        json::array({{{"role", "user"},
+                      {"content", json::array({{{"type", "input_image"},
+                                                {"image_url", "data:image/png;base64," + rgba}},
+                                               {{"type", "input_text"}, {"text", "hi"}}})}}})}},
+      &status);
+  EXPECT_EQ(status, 200) << resp.dump();
+  json msg = testing::post_json(
+      srv.port(), "/v1/messages",
+      {{"max_tokens", 3},
+       {"messages",
+        json::array(
+            {{{"role", "user"},
+              {"content",
+               json::array(
+                   {{{"type", "image"},
+                     {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", rgba}}}},
+                    {{"type", "text"}, {"text", "hi"}}})}}})}},
+      &status);
+  EXPECT_EQ(status, 200) << msg.dump();
+  EXPECT_GE(msg["usage"]["input_tokens"].get<int64_t>(), 6);
+  EXPECT_EQ(srv.stop(), 0);
 }
 
 }  // namespace
