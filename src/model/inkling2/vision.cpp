@@ -11,6 +11,7 @@
 #include "model/tower_tensors.h"
 #include "ops/formats.h"
 #include "ops/matmul.h"
+#include "ops/softmax.h"
 
 namespace inkling {
 
@@ -160,15 +161,7 @@ void attend(const float* q, const float* k, const float* v, int64_t S, int64_t n
       for (int64_t t = 0; t < n; ++t)
         std::copy_n(q + ((t0 + t) * nh + h) * hd, hd, qh.data() + t * hd);
       matmul(qh.data(), n, hd, K, p.data(), S, pool);
-      for (int64_t t = 0; t < n; ++t) {
-        float* row = p.data() + t * S;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j] *= scale);
-        double sum = 0;
-        for (int64_t j = 0; j < S; ++j) sum += row[j] = std::exp(row[j] - mx);
-        const float inv = float(1.0 / sum);
-        for (int64_t j = 0; j < S; ++j) row[j] *= inv;
-      }
+      softmax_rows(p.data(), n, S, scale);
       matmul(p.data(), n, S, Vt, o.data(), hd, pool);
       for (int64_t t = 0; t < n; ++t)
         std::copy_n(o.data() + t * hd, hd, out + ((t0 + t) * nh + h) * hd);
