@@ -18,6 +18,12 @@ keep activations O(1); codes are drawn directly in their formats. The MLX 4-bit 
     python tools/make_bench_inkling2.py --out models/inkling2-mini-released
     build/inkling quantize -m models/inkling2-mini-released -o models/inkling2-mini-mlx4
     python tools/make_bench_inkling2.py --experts 16 --experts-format bf16 --out models/mini-e16
+    python tools/make_bench_inkling2.py --experts 8 --vision --out models/mini-e8-vision
+
+`--vision` adds the vision tower at its released geometry (Inkling2VisionConfig's defaults: a
+23-layer ViT of width 1024, 20x20 patches, 2x2 merge, projector 4096) in the original
+`model.visual.*` names, bf16, and writes the top inkling2_loop config (text_config,
+vision_config, image_token_id) around the text config.
 
 Never commit the output (models/ is gitignored). Needs numpy and transformers (for the config).
 """
@@ -118,6 +124,40 @@ def layer(i: int, c: dict, E: int, fmt: str) -> list:
     return t + experts(p, E, I, H, fmt)
 
 
+def vision(v: dict) -> list:
+    """The ViT in the original names (spec/inkling2.md section 7.1), bf16; norms 1/0, layer
+    scales at their init value."""
+    D, F, P, G = v["hidden_size"], v["intermediate_size"], v["projection_hidden_dim"], \
+        v["posemb_grid_size"]
+    inp = v["num_channels"] * v["patch_size"] ** 2
+    lin = lambda cols: normal(1.0 / math.sqrt(cols))  # noqa: E731
+    e = "model.visual.backbone.embeddings."
+    t = [(e + "patch_embedding.weight", [D, inp], "BF16", lin(inp)),
+         (e + "position_embedding", [G * G, D], "BF16", normal(0.02)),
+         (e + "class_embedding", [D], "BF16", normal(0.02)),
+         (e + "cls_position_embedding", [D], "BF16", normal(0.02)),
+         ("model.visual.backbone.ln_pre.weight", [D], "BF16", const(1.0)),
+         ("model.visual.backbone.ln_pre.bias", [D], "BF16", const(0.0))]
+    for i in range(v["num_hidden_layers"]):
+        p = f"model.visual.backbone.layers.{i}."
+        for n in ("ln_1", "ln_2"):
+            t += [(p + n + ".weight", [D], "BF16", const(1.0)),
+                  (p + n + ".bias", [D], "BF16", const(0.0))]
+        t += [(p + n + ".gamma", [D], "BF16", const(v["layer_scale_init_value"]))
+              for n in ("ls_1", "ls_2")]
+        for n in ("q", "k", "v", "out"):
+            t += [(p + f"self_attn.{n}_proj.weight", [D, D], "BF16", lin(D)),
+                  (p + f"self_attn.{n}_proj.bias", [D], "BF16", normal(0.02))]
+        t += [(p + "mlp.c_fc.weight", [F, D], "BF16", lin(D)),
+              (p + "mlp.c_fc.bias", [F], "BF16", normal(0.02)),
+              (p + "mlp.c_proj.weight", [D, F], "BF16", lin(F)),
+              (p + "mlp.c_proj.bias", [D], "BF16", normal(0.02))]
+    m = v["spatial_merge_size"] ** 2
+    t += [("model.visual.proj_in.weight", [P, m * D], "BF16", lin(m * D)),
+          ("model.visual.proj_out.weight", [v["text_hidden_size"], P], "BF16", lin(P))]
+    return t
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "inkling2-mini-released")
@@ -125,6 +165,7 @@ def main(argv=None) -> int:
     ap.add_argument("--experts-format", choices=["released", "bf16"], default="released")
     ap.add_argument("--seed", type=int, default=2029)
     ap.add_argument("--force", action="store_true", help="overwrite an existing output folder")
+    ap.add_argument("--vision", action="store_true", help="add the released vision tower")
     a = ap.parse_args(argv)
     from transformers.models.inkling2_loop.configuration_inkling2_loop import \
         Inkling2LoopTextConfig
@@ -158,8 +199,19 @@ def main(argv=None) -> int:
         fmt = a.experts_format if a.experts_format == "bf16" else (
             "nvfp4" if i < NVFP4_LAYERS else "mxfp8")
         shards.append(layer(i, c, a.experts, fmt))
+    config = c
+    if a.vision:
+        from transformers.models.inkling2.configuration_inkling2 import Inkling2VisionConfig
+        v = Inkling2VisionConfig(text_hidden_size=H).to_dict()
+        for k in ("id2label", "label2id"):
+            v.pop(k, None)
+        shards.append(vision(v))
+        config = {"model_type": "inkling2_loop",
+                  "architectures": ["Inkling2LoopForConditionalGeneration"],
+                  "text_config": c, "vision_config": v, "image_token_id": 200054,
+                  "dtype": "bfloat16"}
     total = write_shards(a.out, shards, a.seed)
-    (a.out / "config.json").write_text(json.dumps(c, indent=1) + "\n")
+    (a.out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     # The Inkling tokenizer and chat template (tests/data/inkling), so generate and chat run too.
     tok = ROOT / "tests" / "data" / "inkling"
     for f in tok.iterdir() if tok.is_dir() else []:
