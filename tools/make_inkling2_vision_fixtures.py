@@ -24,6 +24,8 @@ cls-position embeddings, position table, LayerNorm weights and biases). Writes
                                  "images", "grids" [[rows, cols]], "greedy" (8 ids), "max_abs_logit", ...}
     ref/<case>.logits.npy        f32 [T, 500] teacher-forced logits of the merged prompt
     ref/<case>.vision.npy        f32 [image tokens, 48] projector rows of the case's images, in order
+    ref/<case>.vision_f64.npy    the same rows computed in float64 (a copy of the model in double),
+                                 stored as f32: how far transformers' own f32 rows are from exact
 
 Self checks (assertions): the processor matches an independent NumPy reading of the spec, bit for
 bit; a multi-image processor call equals the per-image arrays concatenated; the rows the language
@@ -40,6 +42,7 @@ max |logit|. The fixture's one 16-bit PNG checks that PIL keeps the high byte of
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import shutil
@@ -521,6 +524,12 @@ def main(argv=None):
         save_json(ref / f"{name}.json", meta)
         save_npy(ref / f"{name}.logits.npy", logits)
         save_npy(ref / f"{name}.vision.npy", vision)
+        m64 = copy.deepcopy(models[kind]).double()
+        pv64, grid64 = process([Image.open(media / f) for f in meta["images"]])
+        with torch.no_grad():
+            v64 = torch.cat(list(m64.model.get_image_features(pv64.double(), grid64).pooler_output))
+        save_npy(ref / f"{name}.vision_f64.npy", v64.float().numpy())
+        print(f"  f32 rows vs float64: {float((torch.as_tensor(vision).double() - v64).abs().max() / v64.abs().max()):.2e}")
         print(f"{name} [{kind}]: T {len(meta['prompt_ids'])} grids {meta['grids']} greedy {meta['greedy']} "
               f"max|logit| {meta['max_abs_logit']:.3f} std {meta['logit_std']:.3f} "
               f"margin {meta['min_greedy_margin']:.2e} chunk diff {meta['chunked_prefill_max_diff']:.2e} "

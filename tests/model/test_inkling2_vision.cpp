@@ -113,6 +113,13 @@ void check_cases(const std::string& folder, const std::string& model) {
     ASSERT_EQ(got.size(), rows->data.size());
     const float dr = v2_rel_diff(got, rows->data);
     EXPECT_LT(dr, 5e-6f);
+    // And against the same rows in float64: ours vs exact next to transformers' f32 vs exact.
+    auto rows64 = read_npy_f32(kV2Dir + "ref/" + name + ".vision_f64.npy");
+    ASSERT_TRUE(rows64.ok());
+    const float d64 = v2_rel_diff(got, rows64->data), ref64 = v2_rel_diff(rows->data, rows64->data);
+    std::printf("[ %s ] %s: tower rows vs float64 %.2e (transformers f32: %.2e)\n", folder.c_str(),
+                name, double(d64), double(ref64));
+    EXPECT_LT(d64, 2e-6f);
     auto session = engine->new_session();
     std::vector<float> all;
     auto last = prefill_media(*engine, *session, c.prompt, c.media, &all);

@@ -61,8 +61,9 @@ void layer_norm(const float* x, const std::vector<float>& w, const std::vector<f
     for (int64_t j = 0; j < n; ++j) sum += xi[j];
     const double mean = sum / double(n);
     for (int64_t j = 0; j < n; ++j) ss += (xi[j] - mean) * (xi[j] - mean);
-    const float rstd = float(1.0 / std::sqrt(ss / double(n) + eps)), mu = float(mean);
-    for (int64_t j = 0; j < n; ++j) oi[j] = (xi[j] - mu) * rstd * w[size_t(j)] + b[size_t(j)];
+    const double rstd = 1.0 / std::sqrt(ss / double(n) + eps);
+    for (int64_t j = 0; j < n; ++j)
+      oi[j] = float((xi[j] - mean) * rstd) * w[size_t(j)] + b[size_t(j)];
   }
 }
 
