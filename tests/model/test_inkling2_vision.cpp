@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "../common/fixtures.h"
+#include "../common/media_prompt.h"
 #include "base/npy.h"
 #include "inkling/media.h"
 #include "media/image.h"
@@ -24,13 +25,6 @@ const std::string kV2Dir = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/in
 std::vector<uint8_t> v2_bytes(const std::string& file) {
   std::ifstream f(kV2Dir + "media/" + file, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
-float v2_rel_diff(std::span<const float> got, std::span<const float> ref) {
-  float d = 0, m = 0;
-  for (size_t i = 0; i < ref.size(); ++i)
-    d = std::max(d, std::fabs(got[i] - ref[i])), m = std::max(m, std::fabs(ref[i]));
-  return d / m;
 }
 
 std::shared_ptr<Engine> load_v2(const std::string& folder, Numerics numerics = Numerics::kExact) {
@@ -111,35 +105,20 @@ void check_cases(const std::string& folder, const std::string& model) {
     std::vector<float> got;
     for (const MediaEmbedding& m : c.media) got.insert(got.end(), m.data.begin(), m.data.end());
     ASSERT_EQ(got.size(), rows->data.size());
-    const float dr = v2_rel_diff(got, rows->data);
+    const float dr = testing::max_rel_diff(got, rows->data);
     EXPECT_LT(dr, 5e-6f);
     // And against the same rows in float64: ours vs exact next to transformers' f32 vs exact.
     auto rows64 = read_npy_f32(kV2Dir + "ref/" + name + ".vision_f64.npy");
     ASSERT_TRUE(rows64.ok());
-    const float d64 = v2_rel_diff(got, rows64->data), ref64 = v2_rel_diff(rows->data, rows64->data);
+    const float d64 = testing::max_rel_diff(got, rows64->data),
+                ref64 = testing::max_rel_diff(rows->data, rows64->data);
     std::printf("[ %s ] %s: tower rows vs float64 %.2e (transformers f32: %.2e)\n", folder.c_str(),
                 name, double(d64), double(ref64));
     EXPECT_LT(d64, 2e-6f);
-    auto session = engine->new_session();
-    std::vector<float> all;
-    auto last = prefill_media(*engine, *session, c.prompt, c.media, &all);
-    ASSERT_TRUE(last.ok()) << last.status().message();
-    auto ref = read_npy_f32(kV2Dir + "ref/" + name + ".logits.npy");
-    ASSERT_TRUE(ref.ok());
-    ASSERT_EQ(all.size(), ref->data.size());
-    const float dl = v2_rel_diff(all, ref->data);
-    EXPECT_LT(dl, 1e-4f);
+    const float dl = testing::check_media_prompt(*engine, c.prompt, c.media,
+                                                 kV2Dir + "ref/" + name + ".logits.npy", c.greedy);
     std::printf("[ %s ] %s: %zu tokens, tower rows %.2e, logits %.2e of max\n", folder.c_str(),
                 name, c.prompt.size(), double(dr), double(dl));
-    std::vector<int32_t> ids;
-    std::span<const float> logits = *last;
-    for (size_t i = 0; i < c.greedy.size(); ++i) {
-      ids.push_back(int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));
-      auto next = session->decode(ids.back());
-      ASSERT_TRUE(next.ok());
-      logits = *next;
-    }
-    EXPECT_EQ(ids, c.greedy);
   }
   EXPECT_GT(n, 0) << "no reference case for " << model;
 }
@@ -162,7 +141,7 @@ TEST(Inkling2Vision, FastNumericsRowsWithinBf16Rounding) {
   auto a = encode_image(*exact, v2_bytes("photo_64x90.jpg"), "photo");
   auto b = encode_image(*fast, v2_bytes("photo_64x90.jpg"), "photo");
   ASSERT_TRUE(a.ok() && b.ok());
-  const float d = v2_rel_diff(b->data, a->data);
+  const float d = testing::max_rel_diff(b->data, a->data);
   std::printf("fast vs exact tower rows: %.2e of max |row|\n", double(d));
   EXPECT_GT(d, 0.0f);  // the bf16 attention ran
   EXPECT_LT(d, 1e-2f);
@@ -180,22 +159,18 @@ TEST(Inkling2Vision, ClearErrors) {
   ASSERT_FALSE(audio.ok());
   EXPECT_NE(audio.status().message().find("Inkling 2 takes no audio"), std::string::npos)
       << audio.status().message();
-  MediaOptions up;
+  auto refused = [&](const char* file, const MediaOptions& o, const std::string& needle) {
+    auto r = encode_image(*engine, v2_bytes(file), file, o);
+    ASSERT_FALSE(r.ok()) << file;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+  };
+  MediaOptions up, few, tiny;
   up.upscale = 2.0;
-  auto scaled = encode_image(*engine, v2_bytes("rgb_37x53.png"), "rgb.png", up);
-  ASSERT_FALSE(scaled.ok());
-  EXPECT_NE(scaled.status().message().find("does not resize"), std::string::npos);
-  MediaOptions few;
   few.max_image_tiles = 3;  // photo_64x90: 3 x 2 tiles
-  auto big = encode_image(*engine, v2_bytes("photo_64x90.jpg"), "photo.jpg", few);
-  ASSERT_FALSE(big.ok());
-  EXPECT_NE(big.status().message().find("6 tiles of 40x40, over the limit of 3"), std::string::npos)
-      << big.status().message();
-  MediaOptions tiny;
   tiny.max_image_pixels = 100;
-  auto huge = encode_image(*engine, v2_bytes("photo_64x90.jpg"), "photo.jpg", tiny);
-  ASSERT_FALSE(huge.ok());
-  EXPECT_NE(huge.status().message().find("exceeds the limit"), std::string::npos);
+  refused("rgb_37x53.png", up, "does not resize");
+  refused("photo_64x90.jpg", few, "6 tiles of 40x40, over the limit of 3");
+  refused("photo_64x90.jpg", tiny, "exceeds the limit");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "../common/fixtures.h"
+#include "../common/media_prompt.h"
 #include "inkling/media.h"
 
 namespace inkling {
@@ -29,13 +30,6 @@ std::shared_ptr<Engine> load(const std::string& layout) {
   auto e = Engine::load(kDir + "model/" + layout, o);
   EXPECT_TRUE(e.ok()) << e.status().message();
   return e.ok() ? *e : nullptr;
-}
-
-float rel_diff(const std::vector<float>& got, const std::vector<float>& ref) {
-  float d = 0, m = 0;
-  for (size_t i = 0; i < ref.size(); ++i)
-    d = std::max(d, std::fabs(got[i] - ref[i])), m = std::max(m, std::fabs(ref[i]));
-  return d / m;
 }
 
 struct Case {
@@ -80,31 +74,15 @@ TEST_P(MmParity, TowerRowsLogitsAndGreedy) {
       for (const MediaEmbedding& m : c.media)
         if (m.kind == kind) got.insert(got.end(), m.data.begin(), m.data.end());
       ASSERT_EQ(got.size(), ref->data.size());
-      const float d = rel_diff(got, ref->data);
+      const float d = testing::max_rel_diff(got, ref->data);
       EXPECT_LT(d, 1e-4f);
       std::printf("[ %s ] %s %s rows: max diff / max |ref| = %.2e\n", GetParam().c_str(), name,
                   kind == MediaKind::kImage ? "vision" : "audio", double(d));
     }
-    auto session = engine->new_session();
-    std::vector<float> all;
-    auto last = prefill_media(*engine, *session, c.prompt, c.media, &all);
-    ASSERT_TRUE(last.ok()) << last.status().message();
-    auto ref = read_npy_f32(kDir + "ref/" + name + ".logits.npy");
-    ASSERT_TRUE(ref.ok());
-    ASSERT_EQ(all.size(), ref->data.size());
-    const float d = rel_diff(all, ref->data);
-    EXPECT_LT(d, 1e-4f);
+    const float d = testing::check_media_prompt(*engine, c.prompt, c.media,
+                                                kDir + "ref/" + name + ".logits.npy", c.greedy);
     std::printf("[ %s ] %s logits (%zu tokens): max diff / max |logit| = %.2e\n",
                 GetParam().c_str(), name, c.prompt.size(), double(d));
-    std::vector<int32_t> ids;
-    std::span<const float> logits = *last;
-    for (size_t i = 0; i < c.greedy.size(); ++i) {
-      ids.push_back(int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));
-      auto next = session->decode(ids.back());
-      ASSERT_TRUE(next.ok());
-      logits = *next;
-    }
-    EXPECT_EQ(ids, c.greedy);
   }
 }
 
