@@ -98,6 +98,13 @@ TEST(CliMedia, Inkling2GenerateGreedyMatchesReference) {
                                   scratch());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("Inkling 2 takes no audio"), std::string::npos) << r.err;
+  // A text-only Inkling 2 folder: one line saying it has no vision tower.
+  const auto t = testing::run_cli(
+      {"generate", "-m", std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/inkling2/hf",
+       "--token-ids", "5,6", "-n", "1", "--image", kV2 + "media/rgb_37x53.png"},
+      scratch());
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_NE(t.err.find("this model has no usable vision tower"), std::string::npos) << t.err;
 }
 
 }  // namespace
