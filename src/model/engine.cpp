@@ -117,7 +117,8 @@ ModelInfo describe(const Model& m, const std::string& dir) {
     return ok ? std::string("bound") : err.empty() ? std::string("absent") : err;
   };
   info.vision_status = tower_status(m.towers.vision_ok(), m.towers.vision_error);
-  info.audio_status = tower_status(m.towers.audio_ok(), m.towers.audio_error);
+  info.audio_status = m.media.inkling2 ? "none (Inkling 2 has no audio tower)"
+                                       : tower_status(m.towers.audio_ok(), m.towers.audio_error);
   info.image_token_id = m.media.image_token;
   info.audio_token_id = m.media.audio_token;
   info.image_bos_id = m.media.image_bos;

@@ -90,6 +90,7 @@ void check_cases(const std::string& folder, const std::string& model) {
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->info().vision_status, "bound");
   EXPECT_EQ(engine->info().family, "inkling2");
+  EXPECT_EQ(engine->info().audio_status, "none (Inkling 2 has no audio tower)");
   int n = 0;
   for (const char* name : {"one", "two", "three", "loop_one"}) {
     const std::string ref_json = kV2Dir + "ref/" + name + ".json";
