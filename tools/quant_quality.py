@@ -55,7 +55,15 @@ def main() -> int:
     ap.add_argument("--ids-bin", type=Path)
     ap.add_argument("--windows", type=int, default=16)
     ap.add_argument("--window-len", type=int, default=256)
+    ap.add_argument("--methods", default="rtn",
+                    help="comma list: rtn (mx.quantize's rule), search (weighted error search, "
+                         "uniform weights), imatrix (search weighed by --calibrate's statistics)")
+    ap.add_argument("--calibrate", type=Path, help="calibration text for the imatrix method")
+    ap.add_argument("--calibrate-tokens", type=int, default=65536)
     a = ap.parse_args()
+    methods = a.methods.split(",")
+    if "imatrix" in methods and not a.calibrate:
+        ap.error("--methods imatrix needs --calibrate TEXT")
     if a.ids_bin:
         stream = np.fromfile(a.ids_bin, dtype=np.uint16).astype(np.int64)
         rng = np.random.default_rng(1234)
@@ -74,23 +82,39 @@ def main() -> int:
             total += -lp[np.arange(len(w) - 1), w[1:]].sum()
             n += len(w) - 1
         return total / n
+    # KL and top-1 over every window (all positions), or over the prompt without --ids-bin.
+    seqs = [w[:-1] for w in windows] if windows else [ids]
+
+    def all_logits(model: Path, t: Path, tag: str) -> list[np.ndarray]:
+        return [log_softmax(logits(a.inkling, model, s, t / f"{tag}{i}.npy"))
+                for i, s in enumerate(seqs)]
+
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
-        ref = log_softmax(logits(a.inkling, a.model, ids, t / "ref.npy"))
-        p = np.exp(ref)
+        refs = all_logits(a.model, t, "ref")
         base_loss = loss(a.model, t) if windows else None
+        imatrix = t / "calib.imatrix"
         for bits in [int(b) for b in a.bits.split(",")]:
-            dst = t / f"q{bits}"
+          for method in methods:
+            dst = t / f"q{bits}{method}"
+            extra = []
+            if method == "search":
+                extra = ["--search"]
+            elif method == "imatrix":
+                extra = (["--imatrix", str(imatrix)] if imatrix.exists() else
+                         ["--calibrate", str(a.calibrate), "--imatrix", str(imatrix),
+                          "--calibrate-tokens", str(a.calibrate_tokens)])
             subprocess.run(
                 [a.inkling, "quantize", "-m", str(a.model), "-o", str(dst), "--recipe", a.recipe,
-                 "--bits", str(bits), "--group-size", str(a.group_size), "-q"],
+                 "--bits", str(bits), "--group-size", str(a.group_size), "-q", *extra],
                 check=True, capture_output=True)
-            q = log_softmax(logits(a.inkling, dst, ids, t / f"q{bits}.npy"))
-            kl = (p * (ref - q)).sum(axis=-1)
+            qs = all_logits(dst, t, "q")
+            kl = np.concatenate([(np.exp(r) * (r - q)).sum(axis=-1) for r, q in zip(refs, qs)])
+            agree = np.concatenate([r.argmax(-1) == q.argmax(-1) for r, q in zip(refs, qs)])
             row = {"bits": bits, "group_size": a.group_size, "recipe": a.recipe,
-                   "kl_mean": float(kl.mean()), "kl_max": float(kl.max()),
-                   "top1_agreement": float((ref.argmax(-1) == q.argmax(-1)).mean())}
+                   "method": method, "kl_mean": float(kl.mean()), "kl_max": float(kl.max()),
+                   "top1_agreement": float(agree.mean())}
             if windows:
                 row["loss"] = loss(dst, t)
                 row["loss_source"] = base_loss
@@ -101,10 +125,10 @@ def main() -> int:
     else:
         if windows:
             print(f"source loss {base_loss:.4f} nats/token over {len(windows)} x {a.window_len}")
-        print(f"{'bits':>4} {'group':>5} {'KL mean (nats)':>15} {'KL max':>10} {'top-1 agree':>12}"
+        print(f"{'bits':>4} {'group':>5} {'method':>8} {'KL mean (nats)':>15} {'KL max':>10} {'top-1 agree':>12}"
               + (f" {'loss':>8} {'+loss':>8}" if windows else ""))
         for r in rows:
-            print(f"{r['bits']:>4} {r['group_size']:>5} {r['kl_mean']:>15.5f} {r['kl_max']:>10.4f} "
+            print(f"{r['bits']:>4} {r['group_size']:>5} {r['method']:>8} {r['kl_mean']:>15.5f} {r['kl_max']:>10.4f} "
                   f"{r['top1_agreement']:>12.3f}"
                   + (f" {r['loss']:>8.4f} {r['loss_increase']:>+8.4f}" if windows else ""))
     return 0

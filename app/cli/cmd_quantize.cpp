@@ -12,6 +12,7 @@
 #include "base/mapped_file.h"
 #include "base/safetensors.h"
 #include "commands.h"
+#include "quantize_calibrate.h"
 #include "quantize_plan.h"
 #include "quantize_report.h"
 #include "quantize_run.h"
@@ -32,6 +33,9 @@ struct QuantizeArgs {
   int64_t context = 32768;
   double memory_gib = 0;
   double max_shard_mb = 5000;
+  std::string calibrate, imatrix;
+  int64_t calibrate_window = 512, calibrate_tokens = 65536;
+  bool search = false;
 };
 
 std::optional<DType> parse_float_dtype(const std::string& s) {
@@ -125,7 +129,23 @@ int run(const QuantizeArgs& a) {
     return fail("[quantize] " + a.dst + " already exists (pass --force to replace it)", 2);
   if (fs::exists(a.src, ec) && fs::exists(a.dst, ec) && fs::equivalent(a.src, a.dst, ec))
     return fail("[quantize] the output folder is the source folder", 2);
+  if (a.calibrate_window < 16 || a.calibrate_window > 8192)
+    return fail("--calibrate-window: must be 16..8192 tokens", 2);
+  if (a.calibrate_tokens < a.calibrate_window)
+    return fail("--calibrate-tokens: must be at least one window", 2);
   const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<CalibrationRun> calib;
+  if (!a.calibrate.empty()) {
+    ImatrixCalibration co;
+    co.text = a.calibrate;
+    co.window = a.calibrate_window;
+    co.max_tokens = a.calibrate_tokens;
+    co.threads = a.threads;
+    co.quiet = a.quiet;
+    auto r = calibrate_importance(a.src, co);
+    if (!r.ok()) return fail(r.status().message(), 2);
+    calib = std::move(r).value();
+  }
   auto src = Source::open(a.src, po.mtp);
   if (!src.ok()) return fail(src.status().message(), 2);
   // --mtp keep of depths stored quantized (an earlier --mtp quantize): planned at their stored
@@ -143,7 +163,33 @@ int run(const QuantizeArgs& a) {
         m->kept_why.clear();
       }
 
+  std::optional<Imatrix> imatrix;
+  if (calib) {
+    imatrix = imatrix_for_plan(*src.value(), plan.value(), *calib);
+    imatrix->meta["calibration"] = fs::path(a.calibrate).filename().string();
+    if (!a.imatrix.empty())
+      if (Status s = save_imatrix(*imatrix, a.imatrix); !s) return fail(s.message(), 1);
+    if (!a.quiet)
+      std::printf("calibrated on %lld tokens (%lld windows) in %.1f s%s%s\n",
+                  (long long)calib->tokens, (long long)calib->windows, calib->seconds,
+                  a.imatrix.empty() ? "" : "; importance matrix saved to ", a.imatrix.c_str());
+  } else if (!a.imatrix.empty()) {
+    auto m = load_imatrix(a.imatrix);
+    if (!m.ok()) return fail(m.status().message(), 2);
+    if (Status s = check_imatrix(m.value(), plan.value(), a.imatrix); !s)
+      return fail(s.message(), 2);
+    imatrix = std::move(m).value();
+  }
+  if (imatrix && !a.quiet) print_coverage(*imatrix, plan.value());
+
   RunOptions o;
+  o.search = a.search || imatrix.has_value();
+  o.imatrix = imatrix ? &*imatrix : nullptr;
+  if (imatrix) {
+    o.imatrix_id = a.imatrix.empty() ? a.calibrate : a.imatrix;
+    std::error_code sz_ec;
+    o.imatrix_id += ":" + std::to_string(fs::file_size(o.imatrix_id, sz_ec));
+  }
   o.dst = a.dst;
   o.force = a.force;
   o.threads = a.threads;
@@ -215,6 +261,21 @@ Runner add_quantize(CLI::App& app) {
       ->check(CLI::Range(0, 4096));
   app.add_option("--max-shard-mb", a->max_shard_mb, "largest output shard, in MB")
       ->capture_default_str();
+  app.add_option("--calibrate", a->calibrate,
+                 "UTF-8 text to run the source model over (fast numerics): per-column input "
+                 "statistics of every matrix weigh each group's scale search (an importance "
+                 "matrix; with --imatrix FILE it is also saved there)");
+  app.add_option("--imatrix", a->imatrix,
+                 "importance matrix file: written by --calibrate, else read (it must be this "
+                 "model's)");
+  app.add_option("--calibrate-window", a->calibrate_window, "tokens per calibration window")
+      ->capture_default_str();
+  app.add_option("--calibrate-tokens", a->calibrate_tokens, "calibration tokens at most")
+      ->capture_default_str();
+  app.add_flag("--search", a->search,
+               "choose each group's scale and bias by an error search (least squares over "
+               "clipped ranges) instead of mx.quantize's min/max rule; implied by --calibrate "
+               "and --imatrix");
   app.add_flag("--force", a->force,
                "replace an existing output folder (and a stale OUTPUT.partial)");
   app.add_flag("-q,--quiet", a->quiet, "no progress and no summary");

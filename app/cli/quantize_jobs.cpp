@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ops/affine_quantize.h"
+#include "quantize/weighted_affine.h"
 
 namespace inkling::cli {
 
@@ -45,6 +46,42 @@ const std::vector<float>* assembled(const Source& src, const std::string& name) 
   return nullptr;
 }
 
+}  // namespace
+
+void attach_importance(std::vector<Job>& jobs, const Imatrix* imatrix) {
+  for (Job& j : jobs) {
+    if (!j.module || !j.module->spec.quantized) continue;
+    const Module& m = *j.module;
+    j.search = true;
+    if (!imatrix) continue;
+    auto it = imatrix->entries.find(m.path);
+    if (it == imatrix->entries.end()) continue;
+    const ImatrixEntry& e = it->second;
+    const int64_t C = m.cols;
+    std::vector<double> seen(size_t(C), 0.0);  // mean over the rows (experts) with tokens
+    int64_t n_seen = 0;
+    for (int64_t x = 0; x < e.n; ++x)
+      if (e.tokens[size_t(x)] > 0) {
+        ++n_seen;
+        for (int64_t c = 0; c < C; ++c) seen[size_t(c)] += e.mean_sq[size_t(x * C + c)];
+      }
+    if (n_seen == 0) continue;  // nothing reached it: every column alike
+    j.weights.assign(e.mean_sq.begin(), e.mean_sq.end());
+    for (int64_t x = 0; x < e.n; ++x) {
+      float* w = j.weights.data() + x * C;
+      if (e.tokens[size_t(x)] == 0)
+        for (int64_t c = 0; c < C; ++c) w[c] = float(seen[size_t(c)] / double(n_seen));
+      double mean = 0;
+      for (int64_t c = 0; c < C; ++c) mean += w[c];
+      const float floor = float(mean / double(C)) * kImportanceFloor;
+      for (int64_t c = 0; c < C; ++c) w[c] += floor;
+    }
+    j.rows_per_weight = m.total_rows() / e.n;
+  }
+}
+
+namespace {
+
 Status write_module(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool& pool,
                     const std::atomic<bool>& stop, const ProgressFn& progress) {
   const Module& m = *j.module;
@@ -76,8 +113,15 @@ Status write_module(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool
         }
         rs.row(r, row.data());
         if (q.quantized) {
-          if (!affine_quantize_row(row.data(), C, q.bits, q.group, fd, c,
-                                   scales.data() + i * side_row, biases.data() + i * side_row)) {
+          const float* imp =
+              j.weights.empty() ? nullptr : j.weights.data() + (r / j.rows_per_weight) * C;
+          const bool ok = j.search ? affine_quantize_row_weighted(
+                                         row.data(), imp, C, q.bits, q.group, fd, c,
+                                         scales.data() + i * side_row, biases.data() + i * side_row)
+                                   : affine_quantize_row(row.data(), C, q.bits, q.group, fd, c,
+                                                         scales.data() + i * side_row,
+                                                         biases.data() + i * side_row);
+          if (!ok) {
             std::lock_guard<std::mutex> lock(mu);
             if (bad_row < 0 || r < bad_row) bad_row = r;
           }

@@ -11,6 +11,7 @@
 
 #include "base/safetensors_writer.h"
 #include "base/thread_pool.h"
+#include "quantize/imatrix.h"
 #include "quantize_plan.h"
 #include "quantize_sources.h"
 
@@ -25,7 +26,18 @@ struct Job {
   const std::vector<float>* values = nullptr;  // a small tensor binding assembled (F32)
   std::vector<TensorDecl> decls;               // the output tensors, in file order
   uint64_t bytes = 0;
+  // Quantized modules: choose each group's scale and bias by the weighted error search
+  // (quantize/weighted_affine.h) instead of mx.quantize's min/max rule, weighing column c of
+  // logical row r by weights[(r / rows_per_weight) * cols + c] (empty: every column alike).
+  bool search = false;
+  std::vector<float> weights;
+  int64_t rows_per_weight = 0;
 };
+
+// Sets every quantized module's search (and, where the importance matrix covers it, weights):
+// mean x^2 per column, an expert that saw no tokens taking the mean of its module's experts
+// that did, plus a floor of kImportanceFloor times the row's mean so no column is ignored.
+inline constexpr float kImportanceFloor = 0.01f;
 
 // One job per plan item (plus, when keep_mtp, the MTP tensors the plan does not write, copied as
 // stored), sources bound and dtypes decided:
@@ -33,6 +45,8 @@ struct Job {
 // plan's dtypes so its size table matches what is written.
 Result<std::vector<Job>> make_jobs(const Source& src, Plan& plan, std::optional<DType> dtype,
                                    bool keep_mtp);
+
+void attach_importance(std::vector<Job>& jobs, const Imatrix* imatrix);
 
 // What a producer reports as it goes: bytes written and tensors finished.
 using ProgressFn = std::function<void(uint64_t bytes, int64_t tensors)>;

@@ -92,9 +92,10 @@ struct Hash {
 };
 
 std::string signature(const Source& src, const Plan& plan, const std::vector<Job>& jobs,
-                      const std::vector<std::vector<size_t>>& shards) {
+                      const std::vector<std::vector<size_t>>& shards, const RunOptions& o) {
   Hash h;
   h.add("inkling quantize v1");
+  if (o.search) h.add("search " + o.imatrix_id);
   std::error_code ec;
   h.add(fs::absolute(src.dir, ec).string());
   for (const std::string& f : src.files) {
@@ -229,13 +230,14 @@ std::string partial_dir(const std::string& dst) {
 
 Result<RunOutcome> run_quantize(const Source& src, Plan& plan, const RunOptions& o) {
   INK_ASSIGN_OR_RETURN(std::vector<Job> jobs, make_jobs(src, plan, o.dtype, o.keep_mtp));
+  if (o.search) attach_importance(jobs, o.imatrix);
   const auto shards = assign_shards(jobs, o.max_shard_bytes);
   const std::string part = partial_dir(o.dst);
   std::string dst = part.substr(0, part.size() - 8);
   FolderLock lock;
   bool resumed = false;
   INK_RETURN_IF_ERROR(
-      prepare_partial(part, signature(src, plan, jobs, shards), o.force, lock, &resumed));
+      prepare_partial(part, signature(src, plan, jobs, shards, o), o.force, lock, &resumed));
 
   // Shards already finished by an interrupted run of this same command are kept.
   std::vector<bool> done(shards.size(), false);

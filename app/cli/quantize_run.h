@@ -11,6 +11,7 @@
 
 #include "base/dtype.h"
 #include "inkling/status.h"
+#include "quantize/imatrix.h"
 #include "quantize_plan.h"
 #include "quantize_sources.h"
 
@@ -24,6 +25,11 @@ struct RunOptions {
   bool quiet = false;
   bool keep_mtp = true;        // copy the MTP tensors the plan does not write, as stored
   std::optional<DType> dtype;  // floats, scales and biases of matrices (default: the source's)
+  // Weighted scale search for every quantized matrix (attach_importance), weighed by `imatrix`
+  // where it covers the matrix; false: mx.quantize's own rule, bit for bit.
+  bool search = false;
+  const Imatrix* imatrix = nullptr;
+  std::string imatrix_id;  // enters the resume signature (the file's name and size)
 };
 
 enum class RunOutcome : uint8_t { kDone, kInterrupted };

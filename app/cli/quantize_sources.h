@@ -72,6 +72,7 @@ class RowSource {
   void release(int64_t r0, int64_t r1) const;
 
   static Result<RowSource> of(const Source& src, const Module& m);
+  const std::vector<Band>& bands() const { return bands_; }
 
  private:
   static Result<RowSource> of_inkling2(const Source& src, const Module& m);

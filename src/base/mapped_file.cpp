@@ -9,9 +9,26 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 namespace inkling {
+
+namespace {
+// The live file mappings, for locate_mapped() (a few dozen at most: one per checkpoint shard).
+std::mutex g_maps_mu;
+std::vector<const MappedFile*> g_maps;
+}  // namespace
+
+std::optional<FileSpot> locate_mapped(const void* p) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  std::lock_guard<std::mutex> lock(g_maps_mu);
+  for (const MappedFile* f : g_maps)
+    if (b >= f->data_ && b < f->data_ + f->size_)
+      return FileSpot{f->device_, f->inode_, uint64_t(b - f->data_)};
+  return std::nullopt;
+}
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   // O_NONBLOCK: opening a FIFO would otherwise wait for a writer (for ever); it is refused below.
@@ -32,6 +49,10 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
       return Status::error(path + ": mmap failed: " + std::strerror(errno));
     }
     f->data_ = static_cast<const uint8_t*>(p);
+    f->device_ = uint64_t(st.st_dev);
+    f->inode_ = uint64_t(st.st_ino);
+    std::lock_guard<std::mutex> lock(g_maps_mu);
+    g_maps.push_back(f.get());
   }
   ::close(fd);
   return f;
@@ -46,7 +67,12 @@ std::shared_ptr<MappedFile> MappedFile::from_bytes(std::string path, std::string
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (!data_) return;
+  {
+    std::lock_guard<std::mutex> lock(g_maps_mu);
+    std::erase(g_maps, this);
+  }
+  ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 Result<std::string> read_text_file(const std::string& path) {

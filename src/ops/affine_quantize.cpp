@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace inkling {
 
@@ -85,47 +86,64 @@ uint32_t affine_code_at(const uint8_t* codes, int64_t c, int bits) {
   return (two >> (bit % 8)) & ((1u << bits) - 1u);
 }
 
-bool affine_quantize_row(const float* w, int64_t cols, int bits, int group, DType scale_dtype,
-                         uint8_t* codes, uint8_t* scales, uint8_t* biases) {
+bool affine_group_mlx(const float* x, int n, int bits, float* scale_out, float* bias_out) {
   const float n_bins = float((1 << bits) - 1);
-  const size_t ssz = dtype_size(scale_dtype);
+  float w_max = -std::numeric_limits<float>::infinity(), w_min = -w_max;
+  for (int j = 0; j < n; ++j) {
+    if (!std::isfinite(x[j])) return false;
+    w_max = std::max(w_max, x[j]);
+    w_min = std::min(w_min, x[j]);
+  }
+  const bool mask = std::fabs(w_min) > std::fabs(w_max);
+  float scale = std::max((w_max - w_min) / n_bins, 1e-7f);
+  scale = mask ? scale : -scale;
+  const float edge = mask ? w_min : w_max;
+  const float q0 = round_even(edge / scale);
+  float bias = 0;
+  if (q0 != 0) {
+    scale = edge / q0;
+    bias = edge;
+  }
+  *scale_out = scale;
+  *bias_out = bias;
+  return true;
+}
+
+uint8_t affine_code(float x, float scale, float bias, int bits) {
+  const float n_bins = float((1 << bits) - 1);
+  // clamp(q, 0, n_bins); written so that a NaN (inf / inf from huge values) becomes 0
+  const float q = round_even((x - bias) / scale);
+  return uint8_t(q > 0.0f ? (q < n_bins ? q : n_bins) : 0.0f);
+}
+
+void affine_pack_codes(const uint8_t* q, int64_t cols, int bits, uint8_t* codes) {
   uint64_t acc = 0;  // bits not yet written, lowest first
   int pending = 0;
   uint8_t* out = codes;
+  for (int64_t c = 0; c < cols; ++c) {
+    acc |= uint64_t(q[c]) << pending;
+    pending += bits;
+    while (pending >= 8) {
+      *out++ = uint8_t(acc);
+      acc >>= 8;
+      pending -= 8;
+    }
+  }
+  if (pending > 0) *out = uint8_t(acc);  // only when cols * bits is not a whole byte count
+}
+
+bool affine_quantize_row(const float* w, int64_t cols, int bits, int group, DType scale_dtype,
+                         uint8_t* codes, uint8_t* scales, uint8_t* biases) {
+  const size_t ssz = dtype_size(scale_dtype);
+  std::vector<uint8_t> q(static_cast<size_t>(cols));
   for (int64_t g0 = 0, gi = 0; g0 < cols; g0 += group, ++gi) {
-    const float* x = w + g0;
-    float w_max = -std::numeric_limits<float>::infinity(), w_min = -w_max;
-    for (int j = 0; j < group; ++j) {
-      if (!std::isfinite(x[j])) return false;
-      w_max = std::max(w_max, x[j]);
-      w_min = std::min(w_min, x[j]);
-    }
-    const bool mask = std::fabs(w_min) > std::fabs(w_max);
-    float scale = std::max((w_max - w_min) / n_bins, 1e-7f);
-    scale = mask ? scale : -scale;
-    const float edge = mask ? w_min : w_max;
-    const float q0 = round_even(edge / scale);
-    float bias = 0;
-    if (q0 != 0) {
-      scale = edge / q0;
-      bias = edge;
-    }
-    for (int j = 0; j < group; ++j) {
-      // clamp(q, 0, n_bins); written so that a NaN (inf / inf from huge values) becomes 0
-      float q = round_even((x[j] - bias) / scale);
-      q = q > 0.0f ? (q < n_bins ? q : n_bins) : 0.0f;
-      acc |= uint64_t(uint32_t(q)) << pending;
-      pending += bits;
-      while (pending >= 8) {
-        *out++ = uint8_t(acc);
-        acc >>= 8;
-        pending -= 8;
-      }
-    }
+    float scale = 0, bias = 0;
+    if (!affine_group_mlx(w + g0, group, bits, &scale, &bias)) return false;
+    for (int j = 0; j < group; ++j) q[size_t(g0 + j)] = affine_code(w[g0 + j], scale, bias, bits);
     store_float(scale_dtype, scale, scales + size_t(gi) * ssz);
     store_float(scale_dtype, bias, biases + size_t(gi) * ssz);
   }
-  if (pending > 0) *out = uint8_t(acc);  // only when cols * bits is not a whole byte count
+  affine_pack_codes(q.data(), cols, bits, codes);
   return true;
 }
 

@@ -30,6 +30,14 @@ int64_t affine_scale_bytes(int64_t cols, int group, DType scale_dtype);
 bool affine_quantize_row(const float* w, int64_t cols, int bits, int group, DType scale_dtype,
                          uint8_t* codes, uint8_t* scales, uint8_t* biases);
 
+// mx.quantize's scale and bias of one group of n values (the first steps above); false when a
+// value is NaN or infinite.
+bool affine_group_mlx(const float* x, int n, int bits, float* scale, float* bias);
+// The code of x for (scale, bias): clamp(rint((x - bias) / scale), 0, 2^bits - 1), NaN -> 0.
+uint8_t affine_code(float x, float scale, float bias, int bits);
+// Packs codes q[0, cols) as the little-endian bit stream above.
+void affine_pack_codes(const uint8_t* q, int64_t cols, int bits, uint8_t* codes);
+
 // The code of element c of a packed row (any width 1..8): the reverse of the bit stream above.
 uint32_t affine_code_at(const uint8_t* codes, int64_t c, int bits);
 

@@ -11,6 +11,7 @@ namespace inkling {
 
 namespace {
 thread_local bool t_row_invariant = false;
+thread_local ProductObserver* t_observer = nullptr;
 
 // The kernel over tokens [0, n_tok) in pieces of at most kFewMaxTokens under a
 // RowInvariantScope, else in one call.
@@ -35,6 +36,13 @@ RowInvariantScope::~RowInvariantScope() {
   t_row_invariant = prev_;
 }
 
+ProductObserverScope::ProductObserverScope(ProductObserver* obs) : prev_(t_observer) {
+  t_observer = obs;
+}
+ProductObserverScope::~ProductObserverScope() {
+  t_observer = prev_;
+}
+
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy) {
   run_kernel(x, n_tok, ldx, w, r0, r1, y, ldy, t_row_invariant);
@@ -43,6 +51,7 @@ void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, i
 void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float* y, int64_t ldy,
             ThreadPool* pool) {
   const bool inv = t_row_invariant;  // read on the calling thread; workers are other threads
+  if (t_observer) t_observer->on_product(w, x, n_tok, ldx);
   if (!pool || w.rows * w.cols * n_tok < (int64_t(1) << 15)) {
     run_kernel(x, n_tok, ldx, w, 0, w.rows, y, ldy, inv);
     return;

@@ -33,6 +33,29 @@ class RowInvariantScope {
   bool prev_;
 };
 
+// Sees the input of every product matmul() runs on the thread that installed it (calibration:
+// `inkling quantize --calibrate` collects per-column statistics of each weight's inputs, as
+// llama.cpp's imatrix does). Called once per matmul() call, before the kernels run; x is
+// [n_tok, ldx] with w.cols columns used. matmul_rows() (whose callers split one product
+// themselves) does not call it.
+class ProductObserver {
+ public:
+  virtual ~ProductObserver() = default;
+  virtual void on_product(const MatView& w, const float* x, int64_t n_tok, int64_t ldx) = 0;
+};
+
+// Installs `obs` for this thread's matmul() calls while alive (nests; null removes it).
+class ProductObserverScope {
+ public:
+  explicit ProductObserverScope(ProductObserver* obs);
+  ~ProductObserverScope();
+  ProductObserverScope(const ProductObserverScope&) = delete;
+  ProductObserverScope& operator=(const ProductObserverScope&) = delete;
+
+ private:
+  ProductObserver* prev_;
+};
+
 // Same product for rows [r0, r1) only, single-threaded (callers that partition work themselves).
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy);

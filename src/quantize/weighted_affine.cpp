@@ -1,0 +1,168 @@
+// The weighted scale/bias search of one affine group and the row quantizer built on it.
+#include "quantize/weighted_affine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/affine_quantize.h"
+
+namespace inkling {
+
+namespace {
+
+// v as the reader sees it after store_float(t, v): rounded to t, then widened.
+float rounded(DType t, float v) {
+  switch (t) {
+    case DType::BF16:
+      return bf16_to_f32(f32_to_bf16(v));
+    case DType::F16:
+      return f16_to_f32(f32_to_f16(v));
+    default:
+      return v;
+  }
+}
+
+constexpr int kMaxGroup = 128;
+
+// Weighted least squares of w ~ s * q + b over the group: false when the codes are all equal.
+bool refit(const float* w, const float* wt, const uint8_t* q, int n, float* s, float* b) {
+  double sw = 0, sl = 0, sll = 0, sx = 0, slx = 0;
+  for (int j = 0; j < n; ++j) {
+    const double a = wt[j], l = q[j], x = w[j];
+    sw += a;
+    sl += a * l;
+    sll += a * l * l;
+    sx += a * x;
+    slx += a * l * x;
+  }
+  const double d = sw * sll - sl * sl;
+  if (!(d > 0)) return false;
+  *s = float((sw * slx - sl * sx) / d);
+  *b = float((sll * sx - sl * slx) / d);
+  return std::isfinite(*s) && std::isfinite(*b) && *s != 0.0f;
+}
+
+// The search's scorer: affine_group_error() in f32 with a reciprocal instead of the division
+// (vectorisable; a code may differ from the division's on a tie). Codes go to q.
+float score(const float* w, const float* wt, int n, float nmax, DType t, float s, float b,
+            uint8_t* q) {
+  const float sr = rounded(t, s), br = rounded(t, b);
+  if (sr == 0.0f || !std::isfinite(sr) || !std::isfinite(br))
+    return std::numeric_limits<float>::infinity();
+  const float inv = 1.0f / sr;
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: x + kMagic - kMagic rounds to even
+  float err = 0;
+  for (int j = 0; j < n; ++j) {
+    float c = ((w[j] - br) * inv + kMagic) - kMagic;
+    c = std::min(std::max(c, 0.0f), nmax);
+    q[j] = uint8_t(c);
+    const float e = w[j] - (sr * c + br);
+    err += wt[j] * e * e;
+  }
+  return err;
+}
+
+}  // namespace
+
+double affine_group_error(const float* w, const float* imp, int n, int bits, float s, float b,
+                          DType scale_dtype, uint8_t* q) {
+  const float sr = rounded(scale_dtype, s), br = rounded(scale_dtype, b);
+  if (sr == 0.0f || !std::isfinite(sr) || !std::isfinite(br))
+    return std::numeric_limits<double>::infinity();
+  double err = 0;
+  for (int j = 0; j < n; ++j) {
+    const uint8_t c = affine_code(w[j], sr, br, bits);
+    if (q) q[j] = c;
+    const float d = sr * float(c) + br;  // two roundings, as the reader computes
+    const double e = double(w[j]) - double(d);
+    err += (imp ? double(imp[j]) : 1.0) * e * e;
+  }
+  return err;
+}
+
+bool affine_group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
+                         float* s_out, float* b_out) {
+  float s = 0, b = 0;
+  if (n > kMaxGroup || !affine_group_mlx(w, n, bits, &s, &b)) return false;
+  // Weights: the importance, or 1 where there is none (a group nobody weighs counts evenly).
+  float wt[kMaxGroup];
+  double wsum = 0;
+  for (int j = 0; j < n; ++j) wsum += wt[j] = imp ? std::max(imp[j], 0.0f) : 1.0f;
+  if (!(wsum > 0)) std::fill(wt, wt + n, 1.0f);
+  uint8_t q[kMaxGroup];
+  const float nmax = float((1 << bits) - 1);
+  const float mlx_s = s, mlx_b = b;
+  float best = score(w, wt, n, nmax, scale_dtype, s, b, q);
+  float bs = s, bb = b;
+  // A refit from the codes of (s, b), kept while it lowers the error (at most eight times).
+  auto polish = [&](float s0, float b0) {
+    float e = score(w, wt, n, nmax, scale_dtype, s0, b0, q);
+    if (e < best) best = e, bs = s0, bb = b0;
+    for (int it = 0; it < 8; ++it) {
+      float s1 = 0, b1 = 0;
+      if (!refit(w, wt, q, n, &s1, &b1)) return;
+      e = score(w, wt, n, nmax, scale_dtype, s1, b1, q);
+      if (!(e < best)) return;
+      best = e, bs = s1, bb = b1;
+    }
+  };
+  polish(s, b);
+  const float lo = *std::min_element(w, w + n), hi = *std::max_element(w, w + n);
+  if (hi > lo) {
+    // Clipped ranges [lo + a * step, hi - c * step] (either end clipped by up to kClip of the
+    // range, independently), codes nearest on that grid, then the least-squares (s, b) of those
+    // codes; the best is polished; then the same on a grid four times finer around its range.
+    // Fewer ranges at wider codes, where clipping matters less.
+    const int steps = bits <= 3 ? 8 : bits <= 5 ? 6 : 4;
+    constexpr float kClip = 0.6f;
+    float step = (hi - lo) * kClip / float(steps);
+    float best_l = lo, best_h = hi, l0 = lo, h0 = hi;
+    int a0 = 0, a1 = steps;
+    uint8_t qc[kMaxGroup];
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int a = a0; a <= a1; ++a)
+        for (int c = a0; c <= a1; ++c) {
+          const float l = l0 + float(a) * step, h = h0 - float(c) * step;
+          if (!(h > l)) continue;
+          const float iscale = nmax / (h - l);
+          for (int j = 0; j < n; ++j)
+            qc[j] = uint8_t(std::clamp(std::nearbyint(iscale * (w[j] - l)), 0.0f, nmax));
+          float s1 = 0, b1 = 0;
+          if (!refit(w, wt, qc, n, &s1, &b1)) continue;
+          const float e = score(w, wt, n, nmax, scale_dtype, s1, b1, q);
+          if (e < best) best = e, bs = s1, bb = b1, best_l = l, best_h = h;
+        }
+      polish(bs, bb);  // only the best candidate of each pass is polished
+      l0 = best_l, h0 = best_h, step *= 0.25f, a0 = -3, a1 = 3;
+    }
+  }
+  // The exact error decides against mx.quantize's own choice, so it is never worse.
+  if (affine_group_error(w, wt, n, bits, mlx_s, mlx_b, scale_dtype, nullptr) <
+      affine_group_error(w, wt, n, bits, bs, bb, scale_dtype, nullptr))
+    bs = mlx_s, bb = mlx_b;
+  *s_out = bs;
+  *b_out = bb;
+  return true;
+}
+
+bool affine_quantize_row_weighted(const float* w, const float* imp, int64_t cols, int bits,
+                                  int group, DType scale_dtype, uint8_t* codes, uint8_t* scales,
+                                  uint8_t* biases) {
+  const size_t ssz = dtype_size(scale_dtype);
+  std::vector<uint8_t> q(static_cast<size_t>(cols));
+  for (int64_t g0 = 0, gi = 0; g0 < cols; g0 += group, ++gi) {
+    float s = 0, b = 0;
+    if (!affine_group_search(w + g0, imp ? imp + g0 : nullptr, group, bits, scale_dtype, &s, &b))
+      return false;
+    const float sr = rounded(scale_dtype, s), br = rounded(scale_dtype, b);
+    for (int j = 0; j < group; ++j) q[size_t(g0 + j)] = affine_code(w[g0 + j], sr, br, bits);
+    store_float(scale_dtype, s, scales + size_t(gi) * ssz);
+    store_float(scale_dtype, b, biases + size_t(gi) * ssz);
+  }
+  affine_pack_codes(q.data(), cols, bits, codes);
+  return true;
+}
+
+}  // namespace inkling
