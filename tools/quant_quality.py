@@ -11,9 +11,11 @@ reports the next-token loss (nats) of the source and of each width over --window
 --window-len tokens drawn with a fixed seed: the increase over the source is the quality cost.
 
 Each width is made with `inkling quantize -m MODEL_DIR -o TMP --recipe R --bits B
---group-size G` (the recipe's modules at that width), then both models' logits come from
-`inkling generate --dump-logits` on the same ids. KL(p_src || p_quant) is averaged over the
-prompt positions (nats per token). Until a trained model exists this is measured on the random
+--group-size G` (the recipe's modules at that width) for each of --methods (rtn: the min/max rule;
+search: `--search`; imatrix: `--calibrate TEXT`, its importance matrix reused for every width),
+then both models' logits come from `inkling generate --dump-logits` on the same ids.
+KL(p_src || p_quant) is averaged over every position of every window (with --ids-bin) or of the
+prompt (nats per token). Until a trained model exists this is measured on the random
 fixtures, whose routers have small gaps: a width that flips a router choice moves its logits far
 more than the weight error alone would.
 """
@@ -46,7 +48,7 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", type=Path, required=True)
-    ap.add_argument("--prompt", type=Path, required=True, help='{"prompt_ids": [...]} or a list')
+    ap.add_argument("--prompt", type=Path, help='{"prompt_ids": [...]} or a list (without --ids-bin)')
     ap.add_argument("--bits", default="2,3,4,5,6,8")
     ap.add_argument("--group-size", type=int, default=64)
     ap.add_argument("--recipe", default="uniform")
@@ -62,6 +64,8 @@ def main() -> int:
     ap.add_argument("--calibrate-tokens", type=int, default=65536)
     a = ap.parse_args()
     methods = a.methods.split(",")
+    if not a.ids_bin and not a.prompt:
+        ap.error("give --prompt or --ids-bin")
     if "imatrix" in methods and not a.calibrate:
         ap.error("--methods imatrix needs --calibrate TEXT")
     if a.ids_bin:
