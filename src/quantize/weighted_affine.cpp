@@ -26,6 +26,13 @@ float rounded(DType t, float v) {
 
 constexpr int kMaxGroup = 128;
 
+// Round to nearest even without a libm call, for |x| < 2^22 (codes are at most 255; larger
+// values are clamped right after, and any rounding of them clamps the same way).
+inline float round_even(float x) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (x + kMagic) - kMagic;
+}
+
 // Weighted least squares of w ~ s * q + b over the group: false when the codes are all equal.
 bool refit(const float* w, const float* wt, const uint8_t* q, int n, float* s, float* b) {
   double sw = 0, sl = 0, sll = 0, sx = 0, slx = 0;
@@ -52,10 +59,9 @@ float score(const float* w, const float* wt, int n, float nmax, DType t, float s
   if (sr == 0.0f || !std::isfinite(sr) || !std::isfinite(br))
     return std::numeric_limits<float>::infinity();
   const float inv = 1.0f / sr;
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: x + kMagic - kMagic rounds to even
   float err = 0;
   for (int j = 0; j < n; ++j) {
-    float c = ((w[j] - br) * inv + kMagic) - kMagic;
+    float c = round_even((w[j] - br) * inv);
     c = std::min(std::max(c, 0.0f), nmax);
     q[j] = uint8_t(c);
     const float e = w[j] - (sr * c + br);
@@ -128,7 +134,7 @@ bool affine_group_search(const float* w, const float* imp, int n, int bits, DTyp
           if (!(h > l)) continue;
           const float iscale = nmax / (h - l);
           for (int j = 0; j < n; ++j)
-            qc[j] = uint8_t(std::clamp(std::nearbyint(iscale * (w[j] - l)), 0.0f, nmax));
+            qc[j] = uint8_t(std::min(std::max(round_even(iscale * (w[j] - l)), 0.0f), nmax));
           float s1 = 0, b1 = 0;
           if (!refit(w, wt, qc, n, &s1, &b1)) continue;
           const float e = score(w, wt, n, nmax, scale_dtype, s1, b1, q);
