@@ -1,6 +1,9 @@
 // `inkling quantize -m SRC -o DST`: any checkpoint the engine loads -> an MLX affine checkpoint
 // in the mlx-vlm layout (recipes, per-group and per-module specs, --dry-run sizes from
 // config.json alone). Options and their checks live here; the work is in quantize_*.
+#include <signal.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -9,20 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "base/mapped_file.h"
-#include "base/safetensors.h"
 #include "commands.h"
-#include "quantize_calibrate.h"
-#include "quantize_plan.h"
+#include "inkling/quantize.h"
+#include "quantize/quantize_model.h"
+#include "quantize/quantize_recipe.h"
+#include "quantize_progress.h"
 #include "quantize_report.h"
-#include "quantize_run.h"
-#include "quantize_sources.h"
 
 namespace inkling::cli {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 struct QuantizeArgs {
   std::string src, dst, recipe = "uniform", modules, dtype, mtp = "keep";
@@ -38,177 +37,118 @@ struct QuantizeArgs {
   bool search = false;
 };
 
-std::optional<DType> parse_float_dtype(const std::string& s) {
-  if (s == "bf16") return DType::BF16;
-  if (s == "f16") return DType::F16;
-  if (s == "f32") return DType::F32;
-  return std::nullopt;
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_signal(int) {
+  g_stop.store(true);
 }
 
-// The config of a dry run: a model folder or a config.json file itself.
-Result<ModelConfig> dry_run_config(const std::string& src) {
-  std::error_code ec;
-  if (fs::is_regular_file(src, ec)) {
-    INK_ASSIGN_OR_RETURN(std::string text, read_text_file(src));
-    return parse_config(text, src);
+// Installs the SIGINT/SIGTERM handlers for the run's lifetime: they set the cancel flag the
+// library checks between chunks.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
   }
-  if (!fs::is_directory(src, ec)) return Status::error("[quantize] " + src + ": no such folder");
-  return load_config(src);
-}
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
 
-// MTP bytes from the safetensors headers of the folder, when it has weights (no data is read).
-std::optional<uint64_t> header_mtp_bytes(const std::string& src) {
-  std::error_code ec;
-  if (!fs::is_directory(src, ec)) return std::nullopt;
-  auto store = TensorStore::open_dir(src);
-  if (!store.ok()) return std::nullopt;
-  uint64_t n = 0;
-  for (const auto& [name, t] : store->all())
-    if (name.rfind("model.mtp.", 0) == 0 || name.rfind("mtp.", 0) == 0) n += t->nbytes;
-  if (fs::exists(src + "/mtp.safetensors", ec)) {
-    bool listed = false;
-    for (const auto& f : store->files()) listed |= f->path() == src + "/mtp.safetensors";
-    if (!listed)
-      if (auto f = SafetensorsFile::open(src + "/mtp.safetensors"); f.ok())
-        for (const auto& t : f.value()->tensors()) n += t.nbytes;
-  }
-  return n;
+ private:
+  struct sigaction old_int_ {
+  }, old_term_{};
+};
+
+QuantizeOptions library_options(const QuantizeArgs& a) {
+  QuantizeOptions o;
+  o.recipe = a.recipe;
+  o.bits = a.bits;
+  o.group_size = a.group;
+  o.modules = a.modules;
+  o.overrides = a.overrides;
+  o.dtype = a.dtype;
+  o.mtp = a.mtp;
+  o.search = a.search;
+  o.calibration_text = a.calibrate;
+  o.imatrix = a.imatrix;
+  o.calibration_window = a.calibrate_window;
+  o.calibration_tokens = a.calibrate_tokens;
+  o.threads = a.threads;
+  o.max_shard_bytes = a.max_shard_mb > 0 ? uint64_t(a.max_shard_mb * 1e6) : 0;
+  o.force = a.force;
+  return o;
 }
 
 int run(const QuantizeArgs& a) {
-  // Options first: every usage error before any file is read.
-  const Recipe* recipe = find_recipe(a.recipe);
-  if (!recipe)
-    return fail("--recipe: unknown recipe '" + a.recipe + "' (recipes: " + recipe_names() + ")", 2);
-  PlanOptions po;
-  po.recipe = recipe;
-  po.bits = a.bits ? a.bits : recipe->main_bits;
-  po.group = a.group ? a.group : recipe->main_group;
-  po.mtp = a.mtp == "quantize";
-  if (Status s = check_bits(po.bits, "--bits"); !s) return fail(s.message(), 2);
-  if (Status s = check_group(po.group, "--group-size"); !s) return fail(s.message(), 2);
-  if (!a.modules.empty()) {
-    auto m = parse_modules(a.modules);
-    if (!m.ok()) return fail(m.status().message(), 2);
-    po.modules = std::move(m).value();
-  }
-  for (const std::string& text : a.overrides) {
-    auto o = parse_override(text);
-    if (!o.ok()) return fail(o.status().message(), 2);
-    po.overrides.push_back(std::move(o).value());
-  }
-  std::optional<DType> dtype;
-  if (!a.dtype.empty()) dtype = parse_float_dtype(a.dtype);
-  if (!(a.max_shard_mb > 0)) return fail("--max-shard-mb: must be a positive size in MB", 2);
+  const QuantizeOptions lo = library_options(a);
   ReportOptions ro;
   ro.context = a.context;
   ro.memory_gib = a.memory_gib;
-
+  bool usage = false;
   if (a.dry_run) {
-    auto c = dry_run_config(a.src);
-    if (!c.ok()) return fail(c.status().message(), 2);
-    auto plan = make_plan(c.value(), po);
-    if (!plan.ok()) return fail(plan.status().message(), 2);
-    for (PlanItem& item : plan->items)
-      if (Module* m = std::get_if<Module>(&item)) m->float_dtype = dtype.value_or(DType::BF16);
-    if (a.mtp == "keep") ro.mtp_bytes = header_mtp_bytes(a.src);
+    auto out = quant::plan_outcome(a.src, lo, &usage);
+    if (!out.ok()) return fail(out.status().message(), 2);
+    const ModelConfig& c = out->config;
+    ro.mtp_bytes = out->mtp_bytes;
     std::printf("inkling quantize --dry-run: %s\n", a.src.c_str());
     std::printf(
         "  %d layers, hidden %d, %d routed + %d shared experts of width %d; recipe %s, "
         "main spec %s; floats %s%s\n\n",
-        c->n_layers, c->hidden, c->n_routed, c->n_shared, c->moe_width, recipe->name,
-        plan->main.str().c_str(), a.dtype.empty() ? "bf16" : a.dtype.c_str(),
+        c.n_layers, c.hidden, c.n_routed, c.n_shared, c.moe_width, out->plan.recipe.c_str(),
+        out->plan.main.str().c_str(), a.dtype.empty() ? "bf16" : a.dtype.c_str(),
         a.dtype.empty() ? " (assumed: the published checkpoints' dtype)" : "");
-    print_report(c.value(), plan.value(), ro);
+    print_report(c, out->plan, ro);
     return 0;
   }
 
-  if (a.dst.empty()) return fail("-o/--output is required (or pass --dry-run)", 2);
-  std::error_code ec;
-  if (fs::exists(a.dst, ec) && !a.force)
-    return fail("[quantize] " + a.dst + " already exists (pass --force to replace it)", 2);
-  if (fs::exists(a.src, ec) && fs::exists(a.dst, ec) && fs::equivalent(a.src, a.dst, ec))
-    return fail("[quantize] the output folder is the source folder", 2);
-  if (a.calibrate_window < 16 || a.calibrate_window > 8192)
-    return fail("--calibrate-window: must be 16..8192 tokens", 2);
-  if (a.calibrate_tokens < a.calibrate_window)
-    return fail("--calibrate-tokens: must be at least one window", 2);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<CalibrationRun> calib;
-  if (!a.calibrate.empty()) {
-    ImatrixCalibration co;
-    co.text = a.calibrate;
-    co.window = a.calibrate_window;
-    co.max_tokens = a.calibrate_tokens;
-    co.threads = a.threads;
-    co.quiet = a.quiet;
-    auto r = calibrate_importance(a.src, co);
-    if (!r.ok()) return fail(r.status().message(), 2);
-    calib = std::move(r).value();
-  }
-  auto src = Source::open(a.src, po.mtp);
-  if (!src.ok()) return fail(src.status().message(), 2);
-  // --mtp keep of depths stored quantized (an earlier --mtp quantize): planned at their stored
-  // specs, so they are copied byte for byte and config.json's quantization block describes them.
-  const bool keep_quantized_mtp = a.mtp == "keep" && src.value()->mtp_quantized;
-  if (keep_quantized_mtp) po.mtp = true;
-  auto plan = make_plan(src.value()->config, po);
-  if (!plan.ok()) return fail(plan.status().message(), 2);
-  if (keep_quantized_mtp)
-    for (PlanItem& item : plan->items)
-      if (Module* m = std::get_if<Module>(&item); m && m->group == Group::kMtp) {
-        auto rows = RowSource::of(*src.value(), *m);
-        if (!rows.ok()) return fail(rows.status().message(), 1);
-        m->spec = rows->stored_spec();
-        m->kept_why.clear();
-      }
-
-  std::optional<Imatrix> imatrix;
-  if (calib) {
-    imatrix = imatrix_for_plan(*src.value(), plan.value(), *calib);
-    imatrix->meta["calibration"] = fs::path(a.calibrate).filename().string();
-    if (!a.imatrix.empty())
-      if (Status s = save_imatrix(*imatrix, a.imatrix); !s) return fail(s.message(), 1);
-    if (!a.quiet)
-      std::printf("calibrated on %lld tokens (%lld windows) in %.1f s%s%s\n",
-                  (long long)calib->tokens, (long long)calib->windows, calib->seconds,
-                  a.imatrix.empty() ? "" : "; importance matrix saved to ", a.imatrix.c_str());
-  } else if (!a.imatrix.empty()) {
-    auto m = load_imatrix(a.imatrix);
-    if (!m.ok()) return fail(m.status().message(), 2);
-    if (Status s = check_imatrix(m.value(), plan.value(), a.imatrix); !s)
-      return fail(s.message(), 2);
-    imatrix = std::move(m).value();
-  }
-  if (imatrix && !a.quiet) print_coverage(*imatrix, plan.value());
-
-  RunOptions o;
-  o.search = a.search || imatrix.has_value();
-  o.imatrix = imatrix ? &*imatrix : nullptr;
-  if (imatrix) {
-    o.imatrix_id = a.imatrix.empty() ? a.calibrate : a.imatrix;
-    std::error_code sz_ec;
-    o.imatrix_id += ":" + std::to_string(fs::file_size(o.imatrix_id, sz_ec));
-  }
-  o.dst = a.dst;
-  o.force = a.force;
-  o.threads = a.threads;
-  o.max_shard_bytes = uint64_t(a.max_shard_mb * 1e6);
-  o.quiet = a.quiet;
-  o.keep_mtp = a.mtp != "drop";
-  o.dtype = dtype;
-  auto outcome = run_quantize(*src.value(), plan.value(), o);
-  if (!outcome.ok()) return fail(outcome.status().message(), 1);
-  if (outcome.value() == RunOutcome::kInterrupted) return 130;
+  g_stop.store(false);
+  SignalGuard signals;
+  std::optional<Progress> progress;
+  bool calibrating = false;
+  const auto on_event = [&](const QuantizeEvent& e) {
+    switch (e.kind) {
+      case QuantizeEvent::Kind::kCalibrating:
+        if (a.quiet) return;
+        calibrating = true;
+        std::fprintf(stderr, "\rcalibrating: %lld windows, %lld tokens", (long long)e.windows,
+                     (long long)e.tokens);
+        std::fflush(stderr);
+        return;
+      case QuantizeEvent::Kind::kWriting:
+        if (calibrating) std::fprintf(stderr, "\n"), calibrating = false;
+        if (!progress) {
+          progress.emplace(e.total_bytes, e.total_tensors, a.quiet);
+          return;
+        }
+        progress->set(e.bytes, e.tensors);
+        return;
+      case QuantizeEvent::Kind::kNotice:
+        if (progress && !a.quiet) std::fprintf(stderr, "\n");
+        std::fprintf(stderr, "%s\n", e.message.c_str());
+        return;
+    }
+  };
+  auto out = quant::quantize_outcome(a.src, a.dst, lo, on_event, &g_stop, &usage);
+  if (!out.ok()) return fail(out.status().message(), usage ? 2 : 1);
+  if (out->result.cancelled) return 130;
+  if (progress) progress->finish();
   if (!a.quiet) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    uint64_t mtp = 0;
-    for (const TensorInfo* t : src.value()->mtp) mtp += t->nbytes;
-    if (a.mtp == "keep" && !keep_quantized_mtp) ro.mtp_bytes = mtp;
+    const QuantizeResult& r = out->result;
+    if (r.calibration_tokens > 0)
+      std::printf("calibrated on %lld tokens (%lld windows)%s%s\n",
+                  (long long)r.calibration_tokens, (long long)r.calibration_windows,
+                  a.imatrix.empty() ? "" : "; importance matrix saved to ", a.imatrix.c_str());
+    if (!r.coverage.empty()) std::printf("%s\n", r.coverage.c_str());
+    ro.mtp_bytes = out->mtp_bytes;
     std::printf("quantized %s (%s) -> %s in %.1f s; recipe %s, main spec %s\n\n", a.src.c_str(),
-                src.value()->layout.c_str(), a.dst.c_str(), s, recipe->name,
-                plan->main.str().c_str());
-    print_report(src.value()->config, plan.value(), ro);
+                r.layout.c_str(), a.dst.c_str(), r.seconds, r.recipe.c_str(),
+                r.main_spec.c_str());
+    print_report(out->config, out->plan, ro);
   }
   return 0;
 }
@@ -226,7 +166,7 @@ Runner add_quantize(CLI::App& app) {
   app.add_option("--group-size", a->group,
                  "main group size: 32, 64 or 128 (default: the recipe's)");
   std::string recipes_help = "named recipe:";
-  for (const Recipe& r : recipes())
+  for (const quant::Recipe& r : quant::recipes())
     recipes_help += std::string("\n  ") + r.name + " (main q" + std::to_string(r.main_bits) + "/g" +
                     std::to_string(r.main_group) + "): " + r.summary;
   app.add_option("--recipe", a->recipe, recipes_help)->capture_default_str();

@@ -31,9 +31,9 @@ Progress::Progress(uint64_t total_bytes, int64_t total_tensors, bool quiet)
       start_(Clock::now()),
       last_draw_(start_) {}
 
-void Progress::add(uint64_t bytes, int64_t tensors) {
-  done_bytes_ += bytes;
-  done_tensors_ += tensors;
+void Progress::set(uint64_t bytes, int64_t tensors) {
+  done_bytes_ = bytes;
+  done_tensors_ = tensors;
   const double since = std::chrono::duration<double>(Clock::now() - last_draw_).count();
   if (since >= (tty_ ? 0.1 : 10.0)) draw(false);
 }

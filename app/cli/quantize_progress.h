@@ -12,8 +12,8 @@ class Progress {
  public:
   // total_bytes / total_tensors: the work of this run (shards already written excluded).
   Progress(uint64_t total_bytes, int64_t total_tensors, bool quiet);
-  // Called from the writing thread only.
-  void add(uint64_t bytes, int64_t tensors);
+  // Called from the writing thread only: bytes and tensors done so far.
+  void set(uint64_t bytes, int64_t tensors);
   void finish();
 
  private:

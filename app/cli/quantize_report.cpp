@@ -11,6 +11,8 @@
 
 namespace inkling::cli {
 
+using namespace inkling::quant;  // the plan types this report reads
+
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;

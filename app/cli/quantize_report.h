@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "model/config.h"
-#include "quantize_plan.h"
+#include "quantize/quantize_plan.h"
 
 namespace inkling::cli {
 
@@ -18,6 +18,6 @@ struct ReportOptions {
 };
 
 // Prints the table and the memory lines to stdout; returns the weight bytes.
-uint64_t print_report(const ModelConfig& c, const Plan& plan, const ReportOptions& o);
+uint64_t print_report(const ModelConfig& c, const quant::Plan& plan, const ReportOptions& o);
 
 }  // namespace inkling::cli

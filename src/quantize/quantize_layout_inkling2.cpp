@@ -2,9 +2,9 @@
 // transformers' names: every Linear a module (quantizable), the routed experts stacked per layer
 // as mlx-lm's SwitchGLU holds them, and the small parameters (norms, queries, convolutions,
 // clip scales, message gates) copied as stored.
-#include "quantize_layout.h"
+#include "quantize/quantize_layout.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 std::vector<PlanItem> layout_inkling2(const ModelConfig& c) {
   LayoutBuilder out;
@@ -83,4 +83,4 @@ std::vector<PlanItem> layout_inkling2(const ModelConfig& c) {
   return std::move(out.items);
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

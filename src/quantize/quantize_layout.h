@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "model/config.h"
-#include "quantize_plan.h"
+#include "quantize/quantize_plan.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 // Appends plan items in file order; `layer` tags the modules that follow.
 struct LayoutBuilder {
@@ -45,4 +45,4 @@ std::vector<PlanItem> layout_inkling(const ModelConfig& c, bool mtp);
 // (mlp.switch_mlp.{gate,up,down}_proj).
 std::vector<PlanItem> layout_inkling2(const ModelConfig& c);
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

@@ -12,10 +12,10 @@
 #include "base/safetensors_writer.h"
 #include "base/thread_pool.h"
 #include "quantize/imatrix.h"
-#include "quantize_plan.h"
-#include "quantize_sources.h"
+#include "quantize/quantize_plan.h"
+#include "quantize/quantize_sources.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 struct Job {
   const Module* module = nullptr;  // a matrix, quantized or kept as floats
@@ -56,4 +56,4 @@ using ProgressFn = std::function<void(uint64_t bytes, int64_t tensors)>;
 Status write_job(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool& pool,
                  const std::atomic<bool>& stop, const ProgressFn& progress);
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

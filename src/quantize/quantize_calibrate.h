@@ -5,22 +5,25 @@
 // plan's matrices by name and shape.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "quantize/imatrix.h"
 #include "quantize/importance.h"
-#include "quantize_plan.h"
-#include "quantize_sources.h"
+#include "quantize/quantize_plan.h"
+#include "quantize/quantize_sources.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 struct ImatrixCalibration {
   std::string text;            // the calibration text file (UTF-8)
   int64_t window = 512;        // tokens per window (each window is a fresh sequence)
   int64_t max_tokens = 65536;  // windows stop here
   int threads = 0;
-  bool quiet = false;
+  std::function<void(int64_t windows, int64_t tokens)> progress;  // after each window
+  const std::atomic<bool>* cancel = nullptr;                       // checked after each window
 };
 
 struct CalibrationRun {
@@ -43,8 +46,8 @@ Imatrix imatrix_for_plan(const Source& src, const Plan& plan, const CalibrationR
 // mismatch otherwise (another model's file).
 Status check_imatrix(const Imatrix& m, const Plan& plan, const std::string& path);
 
-// One line per group of the coverage: matrices covered, tokens per routed expert (min / median /
-// max) and experts that saw none.
-void print_coverage(const Imatrix& m, const Plan& plan);
+// The coverage in one line: matrices covered, tokens per routed expert (min / median / max) and
+// experts that saw none.
+std::string coverage_line(const Imatrix& m, const Plan& plan);
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

@@ -1,9 +1,9 @@
 // output_config(): rewrites the source config for the output layout (mlx-vlm's for Inkling v1,
 // the source's own for Inkling 2); every value the engine parsed is kept, only spellings change,
 // so the quantized folder describes the same model.
-#include "quantize_config.h"
+#include "quantize/quantize_config.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 Result<std::string> output_config(const std::string& source_text, const ModelConfig& c,
                                   const nlohmann::ordered_json& quantization) {
@@ -47,4 +47,4 @@ Result<std::string> output_config(const std::string& source_text, const ModelCon
   return top.dump(2) + "\n";
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

@@ -1,6 +1,6 @@
 // Calibration: windows of the text through the engine under an ImportanceCollector, then the
 // statistics gathered per planned matrix (by the file position of its source views).
-#include "quantize_calibrate.h"
+#include "quantize/quantize_calibrate.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "inkling/engine.h"
 #include "inkling/tokenizer.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 Result<std::unique_ptr<CalibrationRun>> calibrate_importance(const std::string& model_dir,
                                                              const ImatrixCalibration& o) {
@@ -43,13 +43,9 @@ Result<std::unique_ptr<CalibrationRun>> calibrate_importance(const std::string& 
     if (!r.ok()) return r.status().with_context("[calibrate] ");
     run->tokens += o.window;
     ++run->windows;
-    if (!o.quiet) {
-      std::fprintf(stderr, "\rcalibrating: %lld windows, %lld tokens", (long long)run->windows,
-                   (long long)run->tokens);
-      std::fflush(stderr);
-    }
+    if (o.progress) o.progress(run->windows, run->tokens);
+    if (o.cancel && o.cancel->load()) return Status::error("[calibrate] cancelled");
   }
-  if (!o.quiet) std::fprintf(stderr, "\n");
   run->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return run;
 }
@@ -132,7 +128,7 @@ Status check_imatrix(const Imatrix& m, const Plan& plan, const std::string& path
   return Status::success();
 }
 
-void print_coverage(const Imatrix& m, const Plan& plan) {
+std::string coverage_line(const Imatrix& m, const Plan& plan) {
   size_t planned = 0, covered = 0, experts = 0, starved = 0;
   std::vector<int64_t> per_expert;
   for (const PlanItem& item : plan.items) {
@@ -149,14 +145,16 @@ void print_coverage(const Imatrix& m, const Plan& plan) {
       per_expert.push_back(t);
     }
   }
-  std::printf("importance: %zu of %zu matrices covered", covered, planned);
+  std::string line = "importance: " + std::to_string(covered) + " of " +
+                     std::to_string(planned) + " matrices covered";
   if (!per_expert.empty()) {
     std::sort(per_expert.begin(), per_expert.end());
-    std::printf("; tokens per routed expert min %lld / median %lld / max %lld, %zu of %zu saw none",
-                (long long)per_expert.front(), (long long)per_expert[per_expert.size() / 2],
-                (long long)per_expert.back(), starved, experts);
+    line += "; tokens per routed expert min " + std::to_string(per_expert.front()) +
+            " / median " + std::to_string(per_expert[per_expert.size() / 2]) + " / max " +
+            std::to_string(per_expert.back()) + ", " + std::to_string(starved) + " of " +
+            std::to_string(experts) + " saw none";
   }
-  std::printf("\n");
+  return line;
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

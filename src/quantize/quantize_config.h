@@ -11,9 +11,9 @@
 #include "inkling/status.h"
 #include "model/config.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 Result<std::string> output_config(const std::string& source_text, const ModelConfig& c,
                                   const nlohmann::ordered_json& quantization);
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

@@ -12,7 +12,7 @@
 
 #include "inkling/status.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 // Module groups of the output (mlx-vlm modules): the unit recipes and --modules speak of. kMtp
 // holds the matrices of the MTP draft depths, planned only with --mtp quantize (not a --modules
@@ -70,4 +70,4 @@ Result<Override> parse_override(const std::string& text);
 // --modules LIST: comma-separated group keys or "all".
 Result<std::vector<Group>> parse_modules(const std::string& text);
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

@@ -1,10 +1,10 @@
 // make_plan(): the mlx-vlm tensor list of an Inkling config in file order (layer by layer, as
 // the sources are laid out), the spec of every module, and the quantization block describing it.
-#include "quantize_plan.h"
+#include "quantize/quantize_plan.h"
 
-#include "quantize_layout.h"
+#include "quantize/quantize_layout.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 std::vector<int64_t> Module::shape(int64_t last) const {
   std::vector<int64_t> s;
@@ -106,4 +106,4 @@ nlohmann::ordered_json quantization_json(const Plan& plan) {
   return q;
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

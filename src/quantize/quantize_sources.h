@@ -14,9 +14,9 @@
 #include "model/layouts.h"
 #include "model/quant_config.h"
 #include "model/weights.h"
-#include "quantize_plan.h"
+#include "quantize/quantize_plan.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 struct Source {
   std::string dir;
@@ -86,4 +86,4 @@ class RowSource {
 // Drops the pages of [p, p + n) from this process's mapping of a read-only file.
 void release_pages(const void* p, size_t n);
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

@@ -1,10 +1,9 @@
 // run_quantize(): shard assignment, the DST.partial folder (lock, resume signature, leftovers),
 // the shards, the index, the side files (tokenizer, chat template, ...), config.json last, and
-// the final rename. SIGINT/SIGTERM set a flag the producers check between chunks.
-#include "quantize_run.h"
+// the final rename. The caller's cancel flag is checked by the producers between chunks.
+#include "quantize/quantize_run.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,41 +20,14 @@
 #include <nlohmann/json.hpp>
 
 #include "base/mapped_file.h"
-#include "quantize_config.h"
-#include "quantize_jobs.h"
-#include "quantize_progress.h"
+#include "quantize/quantize_config.h"
+#include "quantize/quantize_jobs.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_signal(int) {
-  g_stop.store(true);
-}
-
-// Installs the SIGINT/SIGTERM handlers for the run's lifetime.
-class SignalGuard {
- public:
-  SignalGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~SignalGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {
-  }, old_term_{};
-};
 
 // An exclusive lock on DST.partial/.lock, so two runs never write the same folder.
 class FolderLock {
@@ -260,15 +232,21 @@ Result<RunOutcome> run_quantize(const Source& src, Plan& plan, const RunOptions&
       todo_tensors += int64_t(jobs[j].decls.size());
     }
   }
-  if (!o.quiet && n_done > 0)
-    std::fprintf(stderr, "resuming: %lld of %zu shards already written in %s\n",
-                 static_cast<long long>(n_done), shards.size(), part.c_str());
+  if (n_done > 0 && o.notice)
+    o.notice("resuming: " + std::to_string(n_done) + " of " + std::to_string(shards.size()) +
+             " shards already written in " + part);
 
-  g_stop.store(false);
-  SignalGuard signals;
+  static const std::atomic<bool> kNever{false};
+  const std::atomic<bool>& stop = o.cancel ? *o.cancel : kNever;
   ThreadPool pool(o.threads);
-  Progress progress(todo_bytes, todo_tensors, o.quiet);
-  const ProgressFn report = [&](uint64_t b, int64_t t) { progress.add(b, t); };
+  uint64_t done_bytes = 0;
+  int64_t done_tensors = 0;
+  if (o.progress) o.progress({0, todo_bytes, 0, todo_tensors});
+  const ProgressFn report = [&](uint64_t b, int64_t t) {
+    done_bytes += b;
+    done_tensors += t;
+    if (o.progress) o.progress({done_bytes, todo_bytes, done_tensors, todo_tensors});
+  };
   const char* pause = std::getenv("INKLING_QUANTIZE_PAUSE_MS");  // test hook: slow down shards
   nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
   uint64_t total_size = 0;
@@ -286,24 +264,23 @@ Result<RunOutcome> run_quantize(const Source& src, Plan& plan, const RunOptions&
                                                    {{"format", "mlx"}}));
     size_t first = 0;
     for (size_t j : shards[s]) {
-      INK_RETURN_IF_ERROR(write_job(jobs[j], *writer, first, pool, g_stop, report));
-      if (g_stop.load()) break;
+      INK_RETURN_IF_ERROR(write_job(jobs[j], *writer, first, pool, stop, report));
+      if (stop.load()) break;
       first += jobs[j].decls.size();
     }
-    if (g_stop.load()) {
+    if (stop.load()) {
       writer->abandon();
-      if (!o.quiet) std::fprintf(stderr, "\n");
-      std::fprintf(stderr,
-                   "interrupted: %zu of %zu shards are complete in %s (not loadable: it has no "
-                   "config.json); run the same command again to resume, or delete it\n",
-                   size_t(n_done), shards.size(), part.c_str());
+      if (o.notice)
+        o.notice("interrupted: " + std::to_string(n_done) + " of " +
+                 std::to_string(shards.size()) + " shards are complete in " + part +
+                 " (not loadable: it has no config.json); run the same command again to "
+                 "resume, or delete it");
       return RunOutcome::kInterrupted;
     }
     INK_RETURN_IF_ERROR(writer->finish());
     ++n_done;
     if (pause) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(pause)));
   }
-  progress.finish();
 
   if (shards.size() > 1) {
     const nlohmann::ordered_json index = {{"metadata", {{"total_size", total_size}}},
@@ -336,4 +313,4 @@ Result<RunOutcome> run_quantize(const Source& src, Plan& plan, const RunOptions&
   return RunOutcome::kDone;
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

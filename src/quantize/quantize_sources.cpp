@@ -1,6 +1,6 @@
 // Source::open (the engine's load pipeline, plus the MTP tensors it drops) and RowSource: which
 // bound views make up each module of the mlx-vlm layout, and their rows.
-#include "quantize_sources.h"
+#include "quantize/quantize_sources.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include "model/inkling2/layouts.h"
 #include "ops/quant.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 namespace fs = std::filesystem;
 
@@ -336,4 +336,4 @@ Result<RowSource> RowSource::checked(const Module& m) && {
   return std::move(*this);
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

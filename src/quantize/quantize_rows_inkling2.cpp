@@ -1,11 +1,11 @@
 // RowSource::of_inkling2(): which bound views of an Inkling 2 source make up each module of
 // layout_inkling2(): one view per attention linear, the routed experts stacked, the head cut to
 // the unpadded vocabulary (the original layout stores padded rows).
-#include "quantize_sources.h"
+#include "quantize/quantize_sources.h"
 
 #include <utility>
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 Result<RowSource> RowSource::of_inkling2(const Source& src, const Module& m) {
   RowSource rs;
@@ -45,4 +45,4 @@ Result<RowSource> RowSource::of_inkling2(const Source& src, const Module& m) {
   return std::move(rs).checked(m);
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

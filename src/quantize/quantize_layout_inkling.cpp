@@ -1,8 +1,8 @@
 // layout_inkling(): the mlx-vlm tensor list of an Inkling v1 config in file order (layer by
 // layer, as the sources are laid out), with no specs yet; the MTP depths when asked.
-#include "quantize_layout.h"
+#include "quantize/quantize_layout.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 std::vector<PlanItem> layout_inkling(const ModelConfig& c, bool mtp) {
   LayoutBuilder out;
@@ -102,4 +102,4 @@ std::vector<PlanItem> layout_inkling(const ModelConfig& c, bool mtp) {
   return std::move(out.items);
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

@@ -13,9 +13,9 @@
 
 #include "base/dtype.h"
 #include "model/config.h"
-#include "quantize_recipe.h"
+#include "quantize/quantize_recipe.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 // Which weight of the model a module holds (binding looks its source views up by this).
 enum class Role : uint8_t {
@@ -114,4 +114,4 @@ uint64_t module_bytes(const Module& m, DType float_dtype);
 // unless the block names them).
 nlohmann::ordered_json quantization_json(const Plan& plan);
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

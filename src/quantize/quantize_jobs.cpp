@@ -1,7 +1,7 @@
 // make_jobs() binds the plan to the source; write_job() streams one item: rows in chunks of
 // about 32 MB of output, quantized (or converted) by the pool, written at their offsets, and the
 // source pages of each chunk released once it is written.
-#include "quantize_jobs.h"
+#include "quantize/quantize_jobs.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,7 +12,7 @@
 #include "ops/affine_quantize.h"
 #include "quantize/weighted_affine.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 namespace {
 
@@ -275,4 +275,4 @@ Status write_job(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool& p
   return Status::success();
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant

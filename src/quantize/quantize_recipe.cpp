@@ -1,11 +1,11 @@
 // The recipe table and the parsers of quantize's module options.
-#include "quantize_recipe.h"
+#include "quantize/quantize_recipe.h"
 
 #include <cstdlib>
 
 #include "ops/affine_quantize.h"
 
-namespace inkling::cli {
+namespace inkling::quant {
 
 namespace {
 
@@ -191,4 +191,4 @@ Result<std::vector<Group>> parse_modules(const std::string& text) {
   return out;
 }
 
-}  // namespace inkling::cli
+}  // namespace inkling::quant
