@@ -140,14 +140,13 @@ int run(const QuantizeArgs& a) {
   if (!a.quiet) {
     const QuantizeResult& r = out->result;
     if (r.calibration_tokens > 0)
-      std::printf("calibrated on %lld tokens (%lld windows)%s%s\n",
-                  (long long)r.calibration_tokens, (long long)r.calibration_windows,
+      std::printf("calibrated on %lld tokens (%lld windows)%s%s\n", (long long)r.calibration_tokens,
+                  (long long)r.calibration_windows,
                   a.imatrix.empty() ? "" : "; importance matrix saved to ", a.imatrix.c_str());
     if (!r.coverage.empty()) std::printf("%s\n", r.coverage.c_str());
     ro.mtp_bytes = out->mtp_bytes;
     std::printf("quantized %s (%s) -> %s in %.1f s; recipe %s, main spec %s\n\n", a.src.c_str(),
-                r.layout.c_str(), a.dst.c_str(), r.seconds, r.recipe.c_str(),
-                r.main_spec.c_str());
+                r.layout.c_str(), a.dst.c_str(), r.seconds, r.recipe.c_str(), r.main_spec.c_str());
     print_report(out->config, out->plan, ro);
   }
   return 0;

@@ -17,12 +17,12 @@
 namespace inkling {
 
 struct QuantizeOptions {
-  std::string recipe = "uniform";  // uniform, experts-only, mlp-only, mixed, fit-128gb, ...
-  int bits = 0, group_size = 0;    // the main spec; 0: the recipe's
-  std::string modules;             // comma list of groups to quantize ("" = the recipe's)
+  std::string recipe = "uniform";      // uniform, experts-only, mlp-only, mixed, fit-128gb, ...
+  int bits = 0, group_size = 0;        // the main spec; 0: the recipe's
+  std::string modules;                 // comma list of groups to quantize ("" = the recipe's)
   std::vector<std::string> overrides;  // "PATTERN=SPEC", applied in order, last match wins
-  std::string dtype;                   // floats, scales, biases: "bf16" | "f16" | "f32" | "" (source's)
-  std::string mtp = "keep";            // MTP depths: keep | drop | quantize
+  std::string dtype;         // floats, scales, biases: "bf16" | "f16" | "f32" | "" (source's)
+  std::string mtp = "keep";  // MTP depths: keep | drop | quantize
   // The weighted scale search instead of mx.quantize's min/max rule (bit for bit by default).
   bool search = false;
   // Calibration (implies search): UTF-8 text the source model runs over; its importance matrix
@@ -37,10 +37,10 @@ struct QuantizeOptions {
 // What a call reports while it works (on the calling thread).
 struct QuantizeEvent {
   enum class Kind : uint8_t { kCalibrating, kWriting, kNotice } kind = Kind::kWriting;
-  int64_t windows = 0, tokens = 0;            // kCalibrating: done so far
-  uint64_t bytes = 0, total_bytes = 0;        // kWriting: of this call's work
+  int64_t windows = 0, tokens = 0;      // kCalibrating: done so far
+  uint64_t bytes = 0, total_bytes = 0;  // kWriting: of this call's work
   int64_t tensors = 0, total_tensors = 0;
-  std::string message;                        // kNotice: one line for the user
+  std::string message;  // kNotice: one line for the user
 };
 
 struct QuantizedModule {
@@ -48,7 +48,7 @@ struct QuantizedModule {
   std::string group;    // "attention", "experts", ...
   std::string storage;  // "q4/g64" or "float"
   int64_t parameters = 0;
-  uint64_t bytes = 0;   // in the output
+  uint64_t bytes = 0;  // in the output
 };
 
 struct QuantizeResult {
@@ -63,10 +63,10 @@ struct QuantizeResult {
 };
 
 // Quantizes SRC into DST. Errors are one line naming the option, file, tensor or field.
-Result<QuantizeResult> quantize_model(const std::string& src, const std::string& dst,
-                                      const QuantizeOptions& options,
-                                      const std::function<void(const QuantizeEvent&)>& on_event = {},
-                                      const std::atomic<bool>* cancel = nullptr);
+Result<QuantizeResult> quantize_model(
+    const std::string& src, const std::string& dst, const QuantizeOptions& options,
+    const std::function<void(const QuantizeEvent&)>& on_event = {},
+    const std::atomic<bool>* cancel = nullptr);
 
 // The plan alone, from config.json (a model folder or the file itself): the modules and their
 // sizes, nothing written (`inkling quantize --dry-run`). Floats counted as bf16 unless `dtype`.

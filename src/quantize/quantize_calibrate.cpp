@@ -145,12 +145,12 @@ std::string coverage_line(const Imatrix& m, const Plan& plan) {
       per_expert.push_back(t);
     }
   }
-  std::string line = "importance: " + std::to_string(covered) + " of " +
-                     std::to_string(planned) + " matrices covered";
+  std::string line = "importance: " + std::to_string(covered) + " of " + std::to_string(planned) +
+                     " matrices covered";
   if (!per_expert.empty()) {
     std::sort(per_expert.begin(), per_expert.end());
-    line += "; tokens per routed expert min " + std::to_string(per_expert.front()) +
-            " / median " + std::to_string(per_expert[per_expert.size() / 2]) + " / max " +
+    line += "; tokens per routed expert min " + std::to_string(per_expert.front()) + " / median " +
+            std::to_string(per_expert[per_expert.size() / 2]) + " / max " +
             std::to_string(per_expert.back()) + ", " + std::to_string(starved) + " of " +
             std::to_string(experts) + " saw none";
   }

@@ -23,7 +23,7 @@ struct ImatrixCalibration {
   int64_t max_tokens = 65536;  // windows stop here
   int threads = 0;
   std::function<void(int64_t windows, int64_t tokens)> progress;  // after each window
-  const std::atomic<bool>* cancel = nullptr;                       // checked after each window
+  const std::atomic<bool>* cancel = nullptr;                      // checked after each window
 };
 
 struct CalibrationRun {

@@ -30,8 +30,8 @@ std::optional<DType> parse_float_dtype(const std::string& s) {
 Result<PlanOptions> plan_options(const QuantizeOptions& a) {
   const Recipe* recipe = find_recipe(a.recipe);
   if (!recipe)
-    return Status::error("--recipe: unknown recipe '" + a.recipe +
-                         "' (recipes: " + recipe_names() + ")");
+    return Status::error("--recipe: unknown recipe '" + a.recipe + "' (recipes: " + recipe_names() +
+                         ")");
   PlanOptions po;
   po.recipe = recipe;
   po.bits = a.bits ? a.bits : recipe->main_bits;
@@ -230,8 +230,7 @@ Result<Outcome> quantize_outcome(const std::string& src_dir, const std::string& 
     out.mtp_bytes = mtp;
   }
   describe(out.plan, &out.result);
-  out.result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 

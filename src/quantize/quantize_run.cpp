@@ -271,8 +271,8 @@ Result<RunOutcome> run_quantize(const Source& src, Plan& plan, const RunOptions&
     if (stop.load()) {
       writer->abandon();
       if (o.notice)
-        o.notice("interrupted: " + std::to_string(n_done) + " of " +
-                 std::to_string(shards.size()) + " shards are complete in " + part +
+        o.notice("interrupted: " + std::to_string(n_done) + " of " + std::to_string(shards.size()) +
+                 " shards are complete in " + part +
                  " (not loadable: it has no config.json); run the same command again to "
                  "resume, or delete it");
       return RunOutcome::kInterrupted;
