@@ -2,11 +2,12 @@
 // stores (f32 / bf16 / f16, round to nearest even) its scales and biases need.
 #include "ops/affine_quantize.h"
 
+#include "inkling/status.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 namespace inkling {
 
@@ -134,16 +135,17 @@ void affine_pack_codes(const uint8_t* q, int64_t cols, int bits, uint8_t* codes)
 
 bool affine_quantize_row(const float* w, int64_t cols, int bits, int group, DType scale_dtype,
                          uint8_t* codes, uint8_t* scales, uint8_t* biases) {
+  INK_CHECK(affine_group_supported(group));
   const size_t ssz = dtype_size(scale_dtype);
-  std::vector<uint8_t> q(static_cast<size_t>(cols));
+  uint8_t q[128];  // one group's codes: 32, 64 or 128 of them fill whole bytes once packed
   for (int64_t g0 = 0, gi = 0; g0 < cols; g0 += group, ++gi) {
     float scale = 0, bias = 0;
     if (!affine_group_mlx(w + g0, group, bits, &scale, &bias)) return false;
-    for (int j = 0; j < group; ++j) q[size_t(g0 + j)] = affine_code(w[g0 + j], scale, bias, bits);
+    for (int j = 0; j < group; ++j) q[j] = affine_code(w[g0 + j], scale, bias, bits);
+    affine_pack_codes(q, group, bits, codes + g0 * bits / 8);
     store_float(scale_dtype, scale, scales + size_t(gi) * ssz);
     store_float(scale_dtype, bias, biases + size_t(gi) * ssz);
   }
-  affine_pack_codes(q.data(), cols, bits, codes);
   return true;
 }
 

@@ -18,7 +18,7 @@ bool affine_group_supported(int group);  // 32, 64, 128
 int64_t affine_code_bytes(int64_t cols, int bits);
 int64_t affine_scale_bytes(int64_t cols, int group, DType scale_dtype);
 
-// Quantizes w[0, cols) (cols a multiple of `group`) the way mx.quantize does for an array whose
+// Quantizes w[0, cols) (cols a multiple of `group`, a group MLX supports) the way mx.quantize does for an array whose
 // values are w and whose dtype is scale_dtype (F32, BF16 or F16): per group of `group` columns,
 // min and max in f32; s = max((max - min) / (2^bits - 1), 1e-7), negated unless |min| > |max|;
 // edge = min or max accordingly; q0 = rint(edge / s); when q0 != 0, s = edge / q0 and bias =

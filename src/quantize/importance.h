@@ -32,7 +32,6 @@ class ImportanceCollector final : public ProductObserver {
   // the same columns. Null when no product read those rows (v not from a file mapping, or
   // never run: an embedding, an expert no token reached).
   const ProductStats* find(const MatView& v) const;
-  size_t size() const { return stats_.size(); }
 
  private:
   std::map<FileSpot, ProductStats> stats_;

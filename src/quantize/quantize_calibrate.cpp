@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 
 #include "base/mapped_file.h"
 #include "inkling/engine.h"

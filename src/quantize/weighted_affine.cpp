@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "inkling/status.h"
 #include "ops/affine_quantize.h"
 
 namespace inkling {
@@ -157,17 +158,18 @@ bool affine_quantize_row_weighted(const float* w, const float* imp, int64_t cols
                                   int group, DType scale_dtype, uint8_t* codes, uint8_t* scales,
                                   uint8_t* biases) {
   const size_t ssz = dtype_size(scale_dtype);
-  std::vector<uint8_t> q(static_cast<size_t>(cols));
+  INK_CHECK(affine_group_supported(group));
+  uint8_t q[kMaxGroup];  // one group's codes (whole bytes once packed: groups are 32/64/128)
   for (int64_t g0 = 0, gi = 0; g0 < cols; g0 += group, ++gi) {
     float s = 0, b = 0;
     if (!affine_group_search(w + g0, imp ? imp + g0 : nullptr, group, bits, scale_dtype, &s, &b))
       return false;
     const float sr = rounded(scale_dtype, s), br = rounded(scale_dtype, b);
-    for (int j = 0; j < group; ++j) q[size_t(g0 + j)] = affine_code(w[g0 + j], sr, br, bits);
+    for (int j = 0; j < group; ++j) q[j] = affine_code(w[g0 + j], sr, br, bits);
+    affine_pack_codes(q, group, bits, codes + g0 * bits / 8);
     store_float(scale_dtype, s, scales + size_t(gi) * ssz);
     store_float(scale_dtype, b, biases + size_t(gi) * ssz);
   }
-  affine_pack_codes(q.data(), cols, bits, codes);
   return true;
 }
 
