@@ -18,13 +18,13 @@ bool affine_group_supported(int group);  // 32, 64, 128
 int64_t affine_code_bytes(int64_t cols, int bits);
 int64_t affine_scale_bytes(int64_t cols, int group, DType scale_dtype);
 
-// Quantizes w[0, cols) (cols a multiple of `group`, a group MLX supports) the way mx.quantize does for an array whose
-// values are w and whose dtype is scale_dtype (F32, BF16 or F16): per group of `group` columns,
-// min and max in f32; s = max((max - min) / (2^bits - 1), 1e-7), negated unless |min| > |max|;
-// edge = min or max accordingly; q0 = rint(edge / s); when q0 != 0, s = edge / q0 and bias =
-// edge, else bias = 0; q = clamp(rint((w - bias) / s), 0, 2^bits - 1). Codes are written as one
-// little-endian bit stream (element c at bits [c * bits, (c + 1) * bits), which for 2/4/8 bits
-// is MLX's "low bits first within each U32 word" too); scales and biases are rounded to
+// Quantizes w[0, cols) (cols a multiple of `group`, a group MLX supports) the way mx.quantize does
+// for an array whose values are w and whose dtype is scale_dtype (F32, BF16 or F16): per group of
+// `group` columns, min and max in f32; s = max((max - min) / (2^bits - 1), 1e-7), negated unless
+// |min| > |max|; edge = min or max accordingly; q0 = rint(edge / s); when q0 != 0, s = edge / q0
+// and bias = edge, else bias = 0; q = clamp(rint((w - bias) / s), 0, 2^bits - 1). Codes are written
+// as one little-endian bit stream (element c at bits [c * bits, (c + 1) * bits), which for 2/4/8
+// bits is MLX's "low bits first within each U32 word" too); scales and biases are rounded to
 // scale_dtype (round to nearest even) after quantizing with their f32 values, as MLX does.
 // Returns false, leaving the outputs unspecified, when a value of the row is NaN or infinite.
 bool affine_quantize_row(const float* w, int64_t cols, int bits, int group, DType scale_dtype,
