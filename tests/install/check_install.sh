@@ -2,7 +2,8 @@
 # Uses an inkling build as a user of the installed library would (ctest install_package):
 # `cmake --install` into BUILD/install-test/stage, then examples/generate.cpp built against that
 # prefix twice, with find_package(inkling) (examples/CMakeLists.txt) and with pkg-config, each
-# run on the bundled tiny checkpoint and checked against its reference greedy ids.
+# run on the bundled tiny checkpoint and checked against its reference greedy ids; and
+# examples/quantize.cpp, whose quantize_model() output must equal `inkling quantize`'s.
 #   check_install.sh BUILD_DIR SOURCE_DIR
 # Environment (set by tests/CMakeLists.txt): INKLING_CXX, INKLING_CXX_FLAGS,
 # INKLING_LINKER_FLAGS (the build's compiler and flags), INKLING_GENERATOR.
@@ -52,6 +53,16 @@ cmake -S "$src/examples" -B "$work/cmake" -G "${INKLING_GENERATOR:-Ninja}" \
 grep -q "inkling_DIR:PATH=$stage/" "$work/cmake/CMakeCache.txt"  # found the staged package
 cmake --build "$work/cmake"
 check_run "find_package build" "$work/cmake/generate"
+
+echo "== examples/quantize.cpp: quantize_model() from the installed library, as the CLI does"
+"$work/cmake/quantize" "$model" "$work/q4-api" 4 | tee "$work/quantize.log"
+grep -q "^ids: [0-9]" "$work/quantize.log"
+"$build/inkling" quantize -m "$model" -o "$work/q4-cli" --bits 4 --group-size 64 >"$work/cli.log"
+for f in "$work"/q4-cli/*; do  # the same folder, byte for byte
+  cmp "$f" "$work/q4-api/$(basename "$f")"
+done
+[ "$(ls "$work/q4-cli")" = "$(ls "$work/q4-api")" ]
+echo "ok: the library call wrote the CLI's output byte for byte"
 
 echo "== examples/generate.cpp with pkg-config --cflags --libs inkling"
 if ! command -v pkg-config >/dev/null; then
