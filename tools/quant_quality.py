@@ -59,15 +59,17 @@ def main() -> int:
     ap.add_argument("--window-len", type=int, default=256)
     ap.add_argument("--methods", default="rtn",
                     help="comma list: rtn (mx.quantize's rule), search (weighted error search, "
-                         "uniform weights), imatrix (search weighed by --calibrate's statistics)")
+                         "uniform weights), imatrix (search weighed by --calibrate's statistics), "
+                         "auto (--recipe auto with --weights-gb = the size of --recipe at this "
+                         "width, weighted as imatrix; its costs measured once and reused)")
     ap.add_argument("--calibrate", type=Path, help="calibration text for the imatrix method")
     ap.add_argument("--calibrate-tokens", type=int, default=65536)
     a = ap.parse_args()
     methods = a.methods.split(",")
     if not a.ids_bin and not a.prompt:
         ap.error("give --prompt or --ids-bin")
-    if "imatrix" in methods and not a.calibrate:
-        ap.error("--methods imatrix needs --calibrate TEXT")
+    if ("imatrix" in methods or "auto" in methods) and not a.calibrate:
+        ap.error("--methods imatrix and auto need --calibrate TEXT")
     if a.ids_bin:
         stream = np.fromfile(a.ids_bin, dtype=np.uint16).astype(np.int64)
         rng = np.random.default_rng(1234)
@@ -99,24 +101,54 @@ def main() -> int:
         refs = all_logits(a.model, t, "ref")
         base_loss = loss(a.model, t) if windows else None
         imatrix = t / "calib.imatrix"
+        sensitivity = t / "sensitivity.json"
+
+        def tensor_bytes(folder: Path) -> int:  # of every tensor but the MTP depths'
+            n = 0
+            for f in folder.glob("*.safetensors"):
+                with open(f, "rb") as fh:
+                    header = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
+                n += sum(v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items()
+                         if k != "__metadata__" and ".mtp." not in k and not k.startswith("mtp."))
+            return n
+
+        def plan_bytes(bits: int) -> int:  # what --recipe writes at this width
+            if (t / f"q{bits}rtn").exists():
+                return tensor_bytes(t / f"q{bits}rtn")
+            out = subprocess.run(
+                [a.inkling, "quantize", "-m", str(a.model), "--dry-run", "--recipe", a.recipe,
+                 "--bits", str(bits), "--group-size", str(a.group_size)],
+                check=True, capture_output=True, text=True).stdout.splitlines()
+            unit = next(l.split()[-1] for l in out if l.strip().startswith("module group"))
+            total = float(next(l.split()[-1] for l in out if l.strip().startswith("total")))
+            return int(total * {"KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}[unit])
         for bits in [int(b) for b in a.bits.split(",")]:
           for method in methods:
             dst = t / f"q{bits}{method}"
             extra = []
             if method == "search":
                 extra = ["--search"]
-            elif method == "imatrix":
+            elif method in ("imatrix", "auto"):
                 extra = (["--imatrix", str(imatrix)] if imatrix.exists() else
                          ["--calibrate", str(a.calibrate), "--imatrix", str(imatrix),
                           "--calibrate-tokens", str(a.calibrate_tokens)])
+            spec = ["--recipe", a.recipe, "--bits", str(bits)]
+            if method == "auto":
+                budget = plan_bytes(bits)
+                spec = ["--recipe", "auto", "--weights-gb", f"{budget / (1 << 30):.12f}",
+                        "--sensitivity", str(sensitivity)]
+                if not sensitivity.exists():  # measured (and the imatrix saved) on first use
+                    extra = ["--calibrate", str(a.calibrate), "--imatrix", str(imatrix),
+                             "--calibrate-tokens", str(a.calibrate_tokens)]
             subprocess.run(
-                [a.inkling, "quantize", "-m", str(a.model), "-o", str(dst), "--recipe", a.recipe,
-                 "--bits", str(bits), "--group-size", str(a.group_size), "-q", *extra],
+                [a.inkling, "quantize", "-m", str(a.model), "-o", str(dst), *spec,
+                 "--group-size", str(a.group_size), "-q", *extra],
                 check=True, capture_output=True)
             qs = all_logits(dst, t, "q")
             kl = np.concatenate([(np.exp(r) * (r - q)).sum(axis=-1) for r, q in zip(refs, qs)])
             agree = np.concatenate([r.argmax(-1) == q.argmax(-1) for r, q in zip(refs, qs)])
-            row = {"bits": bits, "group_size": a.group_size, "recipe": a.recipe,
+            size = tensor_bytes(dst)
+            row = {"bits": bits, "group_size": a.group_size, "recipe": a.recipe, "bytes": size,
                    "method": method, "kl_mean": float(kl.mean()), "kl_max": float(kl.max()),
                    "top1_agreement": float(agree.mean())}
             if windows:
@@ -129,10 +161,10 @@ def main() -> int:
     else:
         if windows:
             print(f"source loss {base_loss:.4f} nats/token over {len(windows)} x {a.window_len}")
-        print(f"{'bits':>4} {'group':>5} {'method':>8} {'KL mean (nats)':>15} {'KL max':>10} {'top-1 agree':>12}"
+        print(f"{'bits':>4} {'group':>5} {'method':>8} {'bytes':>9} {'KL mean (nats)':>15} {'KL max':>10} {'top-1 agree':>12}"
               + (f" {'loss':>8} {'+loss':>8}" if windows else ""))
         for r in rows:
-            print(f"{r['bits']:>4} {r['group_size']:>5} {r['method']:>8} {r['kl_mean']:>15.5f} {r['kl_max']:>10.4f} "
+            print(f"{r['bits']:>4} {r['group_size']:>5} {r['method']:>8} {r['bytes']:>9} {r['kl_mean']:>15.5f} {r['kl_max']:>10.4f} "
                   f"{r['top1_agreement']:>12.3f}"
                   + (f" {r['loss']:>8.4f} {r['loss_increase']:>+8.4f}" if windows else ""))
     return 0

@@ -30,8 +30,12 @@ struct QuantizeArgs {
   bool dry_run = false, force = false, quiet = false;
   int threads = 0;
   int64_t context = 32768;
-  double memory_gib = 0;
+  double memory_gib = 0, weights_gib = 0;
   double max_shard_mb = 5000;
+  std::vector<int> auto_bits = {2, 3, 4, 5, 6, 8}, auto_groups = {64, 128};
+  bool no_auto_float = false;
+  std::string sensitivity;
+  int64_t sensitivity_tokens = 2048;
   std::string calibrate, imatrix;
   int64_t calibrate_window = 512, calibrate_tokens = 65536;
   bool search = false;
@@ -78,6 +82,14 @@ QuantizeOptions library_options(const QuantizeArgs& a) {
   o.imatrix = a.imatrix;
   o.calibration_window = a.calibrate_window;
   o.calibration_tokens = a.calibrate_tokens;
+  o.memory_gib = a.memory_gib;
+  o.weights_gib = a.weights_gib;
+  o.context = a.context;
+  o.auto_bits = a.auto_bits;
+  o.auto_groups = a.auto_groups;
+  o.auto_float = !a.no_auto_float;
+  o.sensitivity = a.sensitivity;
+  o.sensitivity_tokens = a.sensitivity_tokens;
   o.threads = a.threads;
   o.max_shard_bytes = a.max_shard_mb > 0 ? uint64_t(a.max_shard_mb * 1e6) : 0;
   o.force = a.force;
@@ -89,27 +101,10 @@ int run(const QuantizeArgs& a) {
   ReportOptions ro;
   ro.context = a.context;
   ro.memory_gib = a.memory_gib;
-  bool usage = false;
-  if (a.dry_run) {
-    auto out = quant::plan_outcome(a.src, lo, &usage);
-    if (!out.ok()) return fail(out.status().message(), 2);
-    const ModelConfig& c = out->config;
-    ro.mtp_bytes = out->mtp_bytes;
-    std::printf("inkling quantize --dry-run: %s\n", a.src.c_str());
-    std::printf(
-        "  %d layers, hidden %d, %d routed + %d shared experts of width %d; recipe %s, "
-        "main spec %s; floats %s%s\n\n",
-        c.n_layers, c.hidden, c.n_routed, c.n_shared, c.moe_width, out->plan.recipe.c_str(),
-        out->plan.main.str().c_str(), a.dtype.empty() ? "bf16" : a.dtype.c_str(),
-        a.dtype.empty() ? " (assumed: the published checkpoints' dtype)" : "");
-    print_report(c, out->plan, ro);
-    return 0;
-  }
-
   g_stop.store(false);
   SignalGuard signals;
   std::optional<Progress> progress;
-  bool calibrating = false;
+  bool calibrating = false, measuring = false;  // a progress line of either is open
   const auto on_event = [&](const QuantizeEvent& e) {
     switch (e.kind) {
       case QuantizeEvent::Kind::kCalibrating:
@@ -117,6 +112,14 @@ int run(const QuantizeArgs& a) {
         calibrating = true;
         std::fprintf(stderr, "\rcalibrating: %lld windows, %lld tokens", (long long)e.windows,
                      (long long)e.tokens);
+        std::fflush(stderr);
+        return;
+      case QuantizeEvent::Kind::kMeasuring:
+        if (a.quiet) return;
+        if (calibrating && !measuring) std::fprintf(stderr, "\n");
+        calibrating = measuring = true;
+        std::fprintf(stderr, "\rmeasuring each module group's cost: %lld of %lld (group, spec)",
+                     (long long)e.measured, (long long)e.to_measure);
         std::fflush(stderr);
         return;
       case QuantizeEvent::Kind::kWriting:
@@ -133,6 +136,25 @@ int run(const QuantizeArgs& a) {
         return;
     }
   };
+  bool usage = false;
+  if (a.dry_run) {
+    auto out = quant::plan_outcome(a.src, lo, &usage, on_event, &g_stop);
+    if (calibrating) std::fprintf(stderr, "\n");
+    if (!out.ok()) return fail(out.status().message(), usage ? 2 : 1);
+    const ModelConfig& c = out->config;
+    ro.mtp_bytes = out->mtp_bytes;
+    std::printf("inkling quantize --dry-run: %s\n", a.src.c_str());
+    std::printf(
+        "  %d layers, hidden %d, %d routed + %d shared experts of width %d; recipe %s, "
+        "main spec %s; floats %s%s\n\n",
+        c.n_layers, c.hidden, c.n_routed, c.n_shared, c.moe_width, out->plan.recipe.c_str(),
+        out->plan.main.str().c_str(), a.dtype.empty() ? "bf16" : a.dtype.c_str(),
+        a.dtype.empty() ? " (assumed: the published checkpoints' dtype)" : "");
+    print_report(c, out->plan, ro);
+    print_auto(out->result);
+    return 0;
+  }
+
   auto out = quant::quantize_outcome(a.src, a.dst, lo, on_event, &g_stop, &usage);
   if (!out.ok()) return fail(out.status().message(), usage ? 2 : 1);
   if (out->result.cancelled) return 130;
@@ -148,6 +170,7 @@ int run(const QuantizeArgs& a) {
     std::printf("quantized %s (%s) -> %s in %.1f s; recipe %s, main spec %s\n\n", a.src.c_str(),
                 r.layout.c_str(), a.dst.c_str(), r.seconds, r.recipe.c_str(), r.main_spec.c_str());
     print_report(out->config, out->plan, ro);
+    print_auto(r);
   }
   return 0;
 }
@@ -194,8 +217,30 @@ Runner add_quantize(CLI::App& app) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30))
       ->capture_default_str();
   app.add_option("--memory-gb", a->memory_gib,
-                 "say whether weights + KV cache + scratch fit this many GiB")
+                 "say whether weights + KV cache + scratch fit this many GiB; with --recipe "
+                 "auto, the budget the plan fills")
       ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--weights-gb", a->weights_gib,
+                 "--recipe auto: the budget of the weights alone, in GiB (instead of "
+                 "--memory-gb)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--auto-bits", a->auto_bits,
+                 "--recipe auto: the widths each module group may take (measured each)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--auto-groups", a->auto_groups,
+                 "--recipe auto: the group sizes each width may take (32, 64, 128)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_flag("--auto-no-float", a->no_auto_float,
+               "--recipe auto: every module group quantized (none kept as floats)");
+  app.add_option("--sensitivity", a->sensitivity,
+                 "--recipe auto: the table of measured costs (JSON): written after measuring on "
+                 "--calibrate, else read");
+  app.add_option("--sensitivity-tokens", a->sensitivity_tokens,
+                 "--recipe auto: calibration tokens each cost is measured over")
+      ->check(CLI::Range(int64_t(16), int64_t(1) << 24))
+      ->capture_default_str();
   app.add_option("-t,--threads", a->threads, "worker threads (0 = all)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--max-shard-mb", a->max_shard_mb, "largest output shard, in MB")

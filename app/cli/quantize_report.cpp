@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "model/model.h"
+#include "quantize/run_memory.h"
 
 namespace inkling::cli {
 
@@ -16,7 +16,6 @@ using namespace inkling::quant;  // the plan types this report reads
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr int64_t kPrefillChunk = 256;  // the engine's default chunk (EngineOptions)
 
 std::string count_str(double n) {
   char b[32];
@@ -100,34 +99,16 @@ uint64_t print_report(const ModelConfig& c, const Plan& plan, const ReportOption
     std::printf("  kept as floats because of their shape: %lld matrices, e.g. %s\n",
                 static_cast<long long>(kept_by_shape), kept_example.c_str());
 
-  // KV cache: global layers keep every position; sliding layers a ring of W - 1 + chunk rows.
-  // One cache per layer visit (Inkling 2 Mini's looped core keeps one per pass).
-  double global_per_token = 0, sliding = 0, conv = 0;
-  int n_global = 0, n_sliding = 0;
-  const int64_t ring = std::min<int64_t>(o.context, c.window - 1 + kPrefillChunk);
-  const std::vector<LayerSpec> slots = c.cache_slots();
-  const char* layers = slots.size() > c.layers.size() ? "layer visits" : "layers";
-  for (const LayerSpec& l : slots) {
-    const double row = 2.0 * l.n_kv_heads * l.head_dim * 4;  // k and v, f32
-    if (l.sliding) {
-      sliding += row * double(ring);
-      ++n_sliding;
-    } else {
-      global_per_token += row;
-      ++n_global;
-    }
-    conv += double(c.conv_k - 1) * (2.0 * l.n_kv_heads * l.head_dim + 2.0 * c.hidden) * 4;
-  }
-  const double kv32 = global_per_token * double(o.context) + sliding;
-  const double kv16 = kv32 / 2;
-  const double scratch = double(Scratch::footprint(c, kPrefillChunk));
+  const RunMemory mem = run_memory(c, o.context);
+  const char* layers = c.cache_slots().size() > c.layers.size() ? "layer visits" : "layers";
   std::printf(
       "\n  KV cache at %lld tokens: f32 %.3f GiB, bf16 %.3f GiB (%d global %s: %.1f KiB "
       "per token in f32; %d sliding %s: rings of %lld rows)\n",
-      static_cast<long long>(o.context), kv32 / kGiB, kv16 / kGiB, n_global, layers,
-      global_per_token / 1024, n_sliding, layers, static_cast<long long>(ring));
+      static_cast<long long>(o.context), mem.kv_f32() / kGiB, mem.kv_bf16() / kGiB, mem.n_global,
+      layers, mem.global_per_token / 1024, mem.n_sliding, layers, static_cast<long long>(mem.ring));
   std::printf("  conv states %.3f GiB, session scratch %.3f GiB (prefill chunk %lld)\n",
-              conv / kGiB, scratch / kGiB, static_cast<long long>(kPrefillChunk));
+              mem.conv / kGiB, mem.scratch / kGiB, static_cast<long long>(kRunPrefillChunk));
+  const double kv32 = mem.kv_f32(), kv16 = mem.kv_bf16(), conv = mem.conv, scratch = mem.scratch;
   const double with32 = double(total.bytes) + kv32 + conv + scratch;
   const double with16 = double(total.bytes) + kv16 + conv + scratch;
   std::printf("  memory to run: %.2f GiB with an f32 KV cache, %.2f GiB with bf16\n", with32 / kGiB,
@@ -145,6 +126,23 @@ uint64_t print_report(const ModelConfig& c, const Plan& plan, const ReportOption
     std::printf("  MTP tensors copied as stored: %.3f GiB on disk (not loaded for text)\n",
                 double(*o.mtp_bytes) / kGiB);
   return total.bytes;
+}
+
+void print_auto(const QuantizeResult& r) {
+  if (r.auto_units.empty()) return;
+  std::printf("\n  recipe auto: %zu module groups, costs measured over %lld calibration tokens%s\n",
+              r.auto_units.size(), static_cast<long long>(r.sensitivity_tokens),
+              r.sensitivity_seconds > 0 ? "" : " (read from the sensitivity table)");
+  std::printf("  %-16s %-10s %12s %14s\n", "group", "storage", "KiB", "KL nats/token");
+  uint64_t bytes = 0;
+  for (const auto& u : r.auto_units) {
+    std::printf("  %-16s %-10s %12.1f %14.3g\n", u.unit.c_str(), u.storage.c_str(),
+                double(u.bytes) / 1024, u.kl);
+    bytes += u.bytes;
+  }
+  std::printf(
+      "  %.4f GiB of the %.4f GiB budget; predicted KL %.4g nats/token (the costs summed)\n",
+      double(bytes) / kGiB, double(r.budget_bytes) / kGiB, r.predicted_kl);
 }
 
 }  // namespace inkling::cli

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "inkling/quantize.h"
 #include "model/config.h"
 #include "quantize/quantize_plan.h"
 
@@ -19,5 +20,9 @@ struct ReportOptions {
 
 // Prints the table and the memory lines to stdout; returns the weight bytes.
 uint64_t print_report(const ModelConfig& c, const quant::Plan& plan, const ReportOptions& o);
+
+// Recipe auto's choice per unit, its measured cost, the budget and the predicted KL (nothing for
+// other recipes).
+void print_auto(const QuantizeResult& r);
 
 }  // namespace inkling::cli

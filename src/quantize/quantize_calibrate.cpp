@@ -11,20 +11,26 @@
 
 namespace inkling::quant {
 
-Result<std::unique_ptr<CalibrationRun>> calibrate_importance(const std::string& model_dir,
-                                                             const ImatrixCalibration& o) {
-  const std::string where = "[calibrate] " + o.text + ": ";
-  auto text = read_text_file(o.text);
+Result<std::vector<int32_t>> calibration_ids(const std::string& model_dir, const std::string& path,
+                                             int64_t window) {
+  const std::string where = "[calibrate] " + path + ": ";
+  auto text = read_text_file(path);
   if (!text.ok()) return text.status().with_context("[calibrate] ");
   if (text->empty()) return Status::error(where + "the calibration text is empty");
   auto tok = Tokenizer::load(model_dir);
   if (!tok.ok()) return tok.status().with_context("[calibrate] ");
   auto ids = tok.value()->encode_checked(text.value(), /*allow_special=*/false);
   if (!ids.ok()) return Status::error(where + "not UTF-8 text (" + ids.status().message() + ")");
-  if (int64_t(ids->size()) < o.window)
+  if (int64_t(ids->size()) < window)
     return Status::error(where + "shorter than one window: " + std::to_string(ids->size()) +
-                         " tokens, the window is " + std::to_string(o.window) +
+                         " tokens, the window is " + std::to_string(window) +
                          " (give more text or a smaller --calibrate-window)");
+  return std::move(ids).value();
+}
+
+Result<std::unique_ptr<CalibrationRun>> calibrate_importance(const std::string& model_dir,
+                                                             const ImatrixCalibration& o) {
+  INK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, calibration_ids(model_dir, o.text, o.window));
   EngineOptions eo;
   eo.n_threads = o.threads;
   eo.numerics = Numerics::kFast;
@@ -33,12 +39,12 @@ Result<std::unique_ptr<CalibrationRun>> calibrate_importance(const std::string& 
   if (!engine.ok()) return engine.status();
   auto run = std::make_unique<CalibrationRun>();
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t n = int64_t(ids->size());
+  const int64_t n = int64_t(ids.size());
   for (int64_t at = 0; at + o.window <= n && run->tokens + o.window <= o.max_tokens;
        at += o.window) {
     auto session = engine.value()->new_session();
     ProductObserverScope scope(&run->stats);
-    auto r = session->prefill(std::span<const int32_t>(ids->data() + at, size_t(o.window)));
+    auto r = session->prefill(std::span<const int32_t>(ids.data() + at, size_t(o.window)));
     if (!r.ok()) return r.status().with_context("[calibrate] ");
     run->tokens += o.window;
     ++run->windows;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "quantize/imatrix.h"
 #include "quantize/importance.h"
@@ -31,6 +32,11 @@ struct CalibrationRun {
   int64_t windows = 0, tokens = 0;
   double seconds = 0;
 };
+
+// The calibration text as token ids of the model folder's tokenizer. Errors: the file missing,
+// empty, not UTF-8 (naming the byte offset) or shorter than one window.
+Result<std::vector<int32_t>> calibration_ids(const std::string& model_dir, const std::string& path,
+                                             int64_t window);
 
 // Errors: the text file missing, empty, not UTF-8 (naming the byte offset) or shorter than one
 // window; the model failing to load (its own message).

@@ -80,6 +80,58 @@ void attach_importance(std::vector<Job>& jobs, const Imatrix* imatrix) {
   }
 }
 
+Status bad_row_error(const Module& m, int64_t row) {
+  std::string where = "row " + std::to_string(row);
+  if (m.n > 0)
+    where +=
+        " (expert " + std::to_string(row / m.rows) + ", row " + std::to_string(row % m.rows) + ")";
+  return Status::error("[quantize] " + m.path + ": " + where +
+                       " of the source holds a NaN or infinite value");
+}
+
+int64_t encode_rows(const Job& j, int64_t r0, int64_t n, uint8_t* codes, uint8_t* scales,
+                    uint8_t* biases, ThreadPool& pool) {
+  const Module& m = *j.module;
+  const RowSource& rs = j.rows;
+  const int64_t C = m.cols;
+  const DType fd = m.float_dtype;
+  const size_t fs = dtype_size(fd);
+  const QuantSpec& q = m.spec;
+  const size_t code_row = q.quantized ? size_t(affine_code_bytes(C, q.bits)) : size_t(C) * fs;
+  const size_t side_row = q.quantized ? size_t(affine_scale_bytes(C, q.group, fd)) : 0;
+  const bool copy = rs.copyable(q, fd);
+  std::mutex mu;
+  int64_t bad_row = -1;
+  pool.parallel_for(size_t(n), [&](size_t b, size_t e) {
+    std::vector<float> row(static_cast<size_t>(C));
+    for (size_t i = b; i < e; ++i) {
+      const int64_t r = r0 + int64_t(i);
+      uint8_t* c = codes + i * code_row;
+      if (copy) {
+        rs.copy_row(r, q, fd, c, scales + i * side_row, biases + i * side_row);
+        continue;
+      }
+      rs.row(r, row.data());
+      if (q.quantized) {
+        const float* imp =
+            j.weights.empty() ? nullptr : j.weights.data() + (r / j.rows_per_weight) * C;
+        const bool ok =
+            j.search ? affine_quantize_row_weighted(row.data(), imp, C, q.bits, q.group, fd, c,
+                                                    scales + i * side_row, biases + i * side_row)
+                     : affine_quantize_row(row.data(), C, q.bits, q.group, fd, c,
+                                           scales + i * side_row, biases + i * side_row);
+        if (!ok) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (bad_row < 0 || r < bad_row) bad_row = r;
+        }
+      } else {
+        for (int64_t k = 0; k < C; ++k) store_float(fd, row[size_t(k)], c + size_t(k) * fs);
+      }
+    }
+  });
+  return bad_row;
+}
+
 namespace {
 
 Status write_module(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool& pool,
@@ -97,47 +149,10 @@ Status write_module(const Job& j, SafetensorsWriter& w, size_t first, ThreadPool
       std::clamp<int64_t>(int64_t(kChunkBytes / std::max<size_t>(out_row, 1)), 1, R);
   std::vector<uint8_t> codes(size_t(chunk) * code_row), scales(size_t(chunk) * side_row),
       biases(size_t(chunk) * side_row);
-  const bool copy = rs.copyable(q, fd);
-  std::mutex mu;
-  int64_t bad_row = -1;
   for (int64_t r0 = 0; r0 < R; r0 += chunk) {
     const int64_t n = std::min(chunk, R - r0);
-    pool.parallel_for(size_t(n), [&](size_t b, size_t e) {
-      std::vector<float> row(static_cast<size_t>(C));
-      for (size_t i = b; i < e; ++i) {
-        const int64_t r = r0 + int64_t(i);
-        uint8_t* c = codes.data() + i * code_row;
-        if (copy) {
-          rs.copy_row(r, q, fd, c, scales.data() + i * side_row, biases.data() + i * side_row);
-          continue;
-        }
-        rs.row(r, row.data());
-        if (q.quantized) {
-          const float* imp =
-              j.weights.empty() ? nullptr : j.weights.data() + (r / j.rows_per_weight) * C;
-          const bool ok = j.search ? affine_quantize_row_weighted(
-                                         row.data(), imp, C, q.bits, q.group, fd, c,
-                                         scales.data() + i * side_row, biases.data() + i * side_row)
-                                   : affine_quantize_row(row.data(), C, q.bits, q.group, fd, c,
-                                                         scales.data() + i * side_row,
-                                                         biases.data() + i * side_row);
-          if (!ok) {
-            std::lock_guard<std::mutex> lock(mu);
-            if (bad_row < 0 || r < bad_row) bad_row = r;
-          }
-        } else {
-          for (int64_t k = 0; k < C; ++k) store_float(fd, row[size_t(k)], c + size_t(k) * fs);
-        }
-      }
-    });
-    if (bad_row >= 0) {
-      std::string where = "row " + std::to_string(bad_row);
-      if (m.n > 0)
-        where += " (expert " + std::to_string(bad_row / m.rows) + ", row " +
-                 std::to_string(bad_row % m.rows) + ")";
-      return Status::error("[quantize] " + m.path + ": " + where +
-                           " of the source holds a NaN or infinite value");
-    }
+    const int64_t bad_row = encode_rows(j, r0, n, codes.data(), scales.data(), biases.data(), pool);
+    if (bad_row >= 0) return bad_row_error(m, bad_row);
     INK_RETURN_IF_ERROR(
         w.write(first, uint64_t(r0) * code_row, codes.data(), size_t(n) * code_row));
     if (q.quantized) {

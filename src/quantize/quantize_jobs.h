@@ -48,6 +48,14 @@ Result<std::vector<Job>> make_jobs(const Source& src, Plan& plan, std::optional<
 
 void attach_importance(std::vector<Job>& jobs, const Imatrix* imatrix);
 
+// Rows [r0, r0 + n) of a module job encoded as they are written: quantized (codes, scales and
+// biases rows of affine_code_bytes / affine_scale_bytes each) or converted to the module's float
+// dtype (codes only), by the pool. Returns the first row holding a NaN or infinity, else -1.
+int64_t encode_rows(const Job& j, int64_t r0, int64_t n, uint8_t* codes, uint8_t* scales,
+                    uint8_t* biases, ThreadPool& pool);
+// The error for a row encode_rows() found bad, naming the module, the row and its expert.
+Status bad_row_error(const Module& m, int64_t row);
+
 // What a producer reports as it goes: bytes written and tensors finished.
 using ProgressFn = std::function<void(uint64_t bytes, int64_t tensors)>;
 

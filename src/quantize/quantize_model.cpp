@@ -3,12 +3,14 @@
 // config.json alone.
 #include "quantize/quantize_model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 
 #include "base/mapped_file.h"
 #include "base/safetensors.h"
+#include "quantize/quantize_auto.h"
 #include "quantize/quantize_calibrate.h"
 #include "quantize/quantize_run.h"
 #include "quantize/quantize_sources.h"
@@ -18,6 +20,10 @@ namespace inkling::quant {
 namespace {
 
 namespace fs = std::filesystem;
+
+bool is_auto(const QuantizeOptions& a) {
+  return a.recipe == "auto";
+}
 
 std::optional<DType> parse_float_dtype(const std::string& s) {
   if (s == "bf16") return DType::BF16;
@@ -56,6 +62,30 @@ Result<PlanOptions> plan_options(const QuantizeOptions& a) {
     return Status::error("--calibrate-window: must be 16..8192 tokens");
   if (a.calibration_tokens < a.calibration_window)
     return Status::error("--calibrate-tokens: must be at least one window");
+  if (is_auto(a)) {
+    if (a.bits)
+      return Status::error("--bits: recipe auto chooses the widths (give them with --auto-bits)");
+    if (a.group_size)
+      return Status::error(
+          "--group-size: recipe auto chooses the group sizes (give them with --auto-groups)");
+    if (a.auto_groups.empty()) return Status::error("--auto-groups: give at least one group size");
+    for (int g : a.auto_groups) INK_RETURN_IF_ERROR(check_group(g, "--auto-groups"));
+    // Planned at the smallest group: every matrix some group size takes is in a unit.
+    po.group = *std::min_element(a.auto_groups.begin(), a.auto_groups.end());
+    if (!(a.memory_gib > 0) && !(a.weights_gib > 0))
+      return Status::error(
+          "--recipe auto: give the budget, --memory-gb G (with --context N) or --weights-gb G");
+    if (a.calibration_text.empty() && a.sensitivity.empty())
+      return Status::error(
+          "--recipe auto measures what each module group costs on calibration text: give "
+          "--calibrate TEXT (or --sensitivity FILE saved by an earlier run)");
+    if (a.auto_bits.empty()) return Status::error("--auto-bits: give at least one width");
+    for (int b : a.auto_bits) INK_RETURN_IF_ERROR(check_bits(b, "--auto-bits"));
+    if (a.sensitivity_tokens < a.calibration_window)
+      return Status::error("--sensitivity-tokens: must be at least one window (" +
+                           std::to_string(a.calibration_window) + " tokens)");
+    if (a.context < 0) return Status::error("--context: must not be negative");
+  }
   return po;
 }
 
@@ -109,9 +139,19 @@ void describe(const Plan& plan, QuantizeResult* r) {
 
 }  // namespace
 
-Result<Outcome> plan_outcome(const std::string& src, const QuantizeOptions& a, bool* usage_error) {
+Result<Outcome> plan_outcome(const std::string& src, const QuantizeOptions& a, bool* usage_error,
+                             const std::function<void(const QuantizeEvent&)>& on_event,
+                             const std::atomic<bool>* cancel) {
   *usage_error = true;
   INK_ASSIGN_OR_RETURN(PlanOptions po, plan_options(a));
+  if (is_auto(a)) {  // the costs need the weights: everything but the writing
+    std::error_code ec;
+    if (!fs::is_directory(src, ec))
+      return Status::error("--recipe auto: " + src +
+                           " is not a model folder (the dry run of "
+                           "recipe auto measures the model itself)");
+    return quantize_outcome(src, "", a, on_event, cancel, usage_error, /*write=*/false);
+  }
   Outcome out;
   INK_ASSIGN_OR_RETURN(out.config, dry_run_config(src));
   INK_ASSIGN_OR_RETURN(out.plan, make_plan(out.config, po));
@@ -126,39 +166,21 @@ Result<Outcome> plan_outcome(const std::string& src, const QuantizeOptions& a, b
 Result<Outcome> quantize_outcome(const std::string& src_dir, const std::string& dst,
                                  const QuantizeOptions& a,
                                  const std::function<void(const QuantizeEvent&)>& on_event,
-                                 const std::atomic<bool>* cancel, bool* usage_error) {
+                                 const std::atomic<bool>* cancel, bool* usage_error, bool write) {
   *usage_error = true;
   INK_ASSIGN_OR_RETURN(PlanOptions po, plan_options(a));
   std::optional<DType> dtype;
   if (!a.dtype.empty()) dtype = parse_float_dtype(a.dtype);
-  if (dst.empty()) return Status::error("-o/--output is required (or pass --dry-run)");
   std::error_code ec;
-  if (fs::exists(dst, ec) && !a.force)
-    return Status::error("[quantize] " + dst + " already exists (pass --force to replace it)");
-  if (fs::exists(src_dir, ec) && fs::exists(dst, ec) && fs::equivalent(src_dir, dst, ec))
-    return Status::error("[quantize] the output folder is the source folder");
+  if (write) {
+    if (dst.empty()) return Status::error("-o/--output is required (or pass --dry-run)");
+    if (fs::exists(dst, ec) && !a.force)
+      return Status::error("[quantize] " + dst + " already exists (pass --force to replace it)");
+    if (fs::exists(src_dir, ec) && fs::exists(dst, ec) && fs::equivalent(src_dir, dst, ec))
+      return Status::error("[quantize] the output folder is the source folder");
+  }
   const auto t0 = std::chrono::steady_clock::now();
   Outcome out;
-  std::unique_ptr<CalibrationRun> calib;
-  if (!a.calibration_text.empty()) {
-    ImatrixCalibration co;
-    co.text = a.calibration_text;
-    co.window = a.calibration_window;
-    co.max_tokens = a.calibration_tokens;
-    co.threads = a.threads;
-    co.cancel = cancel;
-    if (on_event)
-      co.progress = [&](int64_t windows, int64_t tokens) {
-        QuantizeEvent e;
-        e.kind = QuantizeEvent::Kind::kCalibrating;
-        e.windows = windows;
-        e.tokens = tokens;
-        on_event(e);
-      };
-    INK_ASSIGN_OR_RETURN(calib, calibrate_importance(src_dir, co));
-    out.result.calibration_tokens = calib->tokens;
-    out.result.calibration_windows = calib->windows;
-  }
   INK_ASSIGN_OR_RETURN(std::unique_ptr<Source> src, Source::open(src_dir, po.mtp));
   out.config = src->config;
   out.result.layout = src->layout;
@@ -176,6 +198,34 @@ Result<Outcome> quantize_outcome(const std::string& src_dir, const std::string& 
         m->kept_why.clear();
       }
 
+  std::optional<AutoBudget> budget;
+  if (is_auto(a)) {  // checked before anything runs
+    *usage_error = true;
+    INK_ASSIGN_OR_RETURN(budget, auto_budget(*src, out.plan, a, dtype));
+    *usage_error = false;
+  }
+  std::unique_ptr<CalibrationRun> calib;
+  if (!a.calibration_text.empty()) {
+    *usage_error = true;  // the text's errors are the caller's (as a bad option's)
+    ImatrixCalibration co;
+    co.text = a.calibration_text;
+    co.window = a.calibration_window;
+    co.max_tokens = a.calibration_tokens;
+    co.threads = a.threads;
+    co.cancel = cancel;
+    if (on_event)
+      co.progress = [&](int64_t windows, int64_t tokens) {
+        QuantizeEvent e;
+        e.kind = QuantizeEvent::Kind::kCalibrating;
+        e.windows = windows;
+        e.tokens = tokens;
+        on_event(e);
+      };
+    INK_ASSIGN_OR_RETURN(calib, calibrate_importance(src_dir, co));
+    out.result.calibration_tokens = calib->tokens;
+    out.result.calibration_windows = calib->windows;
+    *usage_error = false;
+  }
   std::optional<Imatrix> imatrix;
   if (calib) {
     imatrix = imatrix_for_plan(*src, out.plan, *calib);
@@ -189,9 +239,26 @@ Result<Outcome> quantize_outcome(const std::string& src_dir, const std::string& 
     *usage_error = false;
   }
   if (imatrix) out.result.coverage = coverage_line(*imatrix, out.plan);
+  const bool search = a.search || imatrix.has_value();
+  if (is_auto(a)) {
+    AutoContext ac;
+    ac.options = &a;
+    ac.dtype = dtype;
+    ac.search = search;
+    ac.imatrix = imatrix ? &*imatrix : nullptr;
+    ac.on_event = on_event;
+    ac.cancel = cancel;
+    INK_RETURN_IF_ERROR(plan_auto(*src, out.plan, *budget, ac, &out.result, usage_error));
+  }
+  if (!write) {
+    describe(out.plan, &out.result);
+    out.result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  }
 
   RunOptions o;
-  o.search = a.search || imatrix.has_value();
+  o.search = search;
   o.imatrix = imatrix ? &*imatrix : nullptr;
   if (imatrix) {
     o.imatrix_id = a.imatrix.empty() ? a.calibration_text : a.imatrix;
@@ -250,7 +317,7 @@ Result<QuantizeResult> quantize_model(const std::string& src, const std::string&
 
 Result<QuantizeResult> plan_quantization(const std::string& src, const QuantizeOptions& options) {
   bool usage = false;
-  INK_ASSIGN_OR_RETURN(quant::Outcome o, quant::plan_outcome(src, options, &usage));
+  INK_ASSIGN_OR_RETURN(quant::Outcome o, quant::plan_outcome(src, options, &usage, {}, nullptr));
   return std::move(o.result);
 }
 

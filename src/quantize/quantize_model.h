@@ -23,8 +23,13 @@ struct Outcome {
 Result<Outcome> quantize_outcome(const std::string& src, const std::string& dst,
                                  const QuantizeOptions& o,
                                  const std::function<void(const QuantizeEvent&)>& on_event,
-                                 const std::atomic<bool>* cancel, bool* usage_error);
+                                 const std::atomic<bool>* cancel, bool* usage_error,
+                                 bool write = true);
 
-Result<Outcome> plan_outcome(const std::string& src, const QuantizeOptions& o, bool* usage_error);
+// The plan without writing (--dry-run): from config.json alone, except recipe auto, which
+// calibrates and measures the model (reporting on on_event) as a real run would.
+Result<Outcome> plan_outcome(const std::string& src, const QuantizeOptions& o, bool* usage_error,
+                             const std::function<void(const QuantizeEvent&)>& on_event = {},
+                             const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace inkling::quant

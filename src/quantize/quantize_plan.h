@@ -105,6 +105,12 @@ struct Plan {
 // Fails (usage error) when an override matches no module or asks to quantize the router.
 Result<Plan> make_plan(const ModelConfig& c, const PlanOptions& o);
 
+// Whether the module's shape takes groups of `group` columns: its row length, and a flattened
+// shared down_proj's width per expert, are multiples of it.
+inline bool group_fits(const Module& m, int group) {
+  return group > 0 && m.cols % group == 0 && (m.split == 0 || m.split % group == 0);
+}
+
 // Bytes of a module's output tensors with float_dtype for floats, scales and biases.
 uint64_t module_bytes(const Module& m, DType float_dtype);
 

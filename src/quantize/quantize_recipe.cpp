@@ -35,6 +35,12 @@ constexpr Recipe kRecipes[] = {
      4,
      64,
      {M, M, M, M, K, M, M, M}},
+    {"auto",
+     "a width per module group and layer (2-8 bits or floats) with the least measured KL that "
+     "fits --memory-gb at --context tokens (or --weights-gb); measured on --calibrate TEXT",
+     4,
+     64,
+     {M, M, M, M, K, M, M, Q8}},
     {"experts-only",
      "routed experts at the main spec, everything else kept as floats",
      4,
