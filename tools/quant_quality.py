@@ -140,9 +140,10 @@ def main() -> int:
                 if not sensitivity.exists():  # measured (and the imatrix saved) on first use
                     extra = ["--calibrate", str(a.calibrate), "--imatrix", str(imatrix),
                              "--calibrate-tokens", str(a.calibrate_tokens)]
+            if method != "auto":  # auto chooses its own group sizes
+                spec += ["--group-size", str(a.group_size)]
             subprocess.run(
-                [a.inkling, "quantize", "-m", str(a.model), "-o", str(dst), *spec,
-                 "--group-size", str(a.group_size), "-q", *extra],
+                [a.inkling, "quantize", "-m", str(a.model), "-o", str(dst), *spec, "-q", *extra],
                 check=True, capture_output=True)
             qs = all_logits(dst, t, "q")
             kl = np.concatenate([(np.exp(r) * (r - q)).sum(axis=-1) for r, q in zip(refs, qs)])
