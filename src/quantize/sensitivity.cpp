@@ -159,12 +159,14 @@ class Swap {
         auto [lo, hi] = run.views_at(part.view.data);
         for (auto it = lo; it != hi; ++it) {
           MatView& v = *it->second.view;
-          if (v.cols != part.view.cols || v.rows > band.rows) continue;
+          // Same columns; rows: the band's (a padded head's view is longer than the rows the
+          // writer writes, and the loaded output's view is the band's).
+          if (v.cols != part.view.cols) continue;
           saved_.emplace_back(&v, v);
           MatView q;
           q.format = WeightFormat::kAffine;
           q.dtype = DType::U32;
-          q.rows = v.rows;
+          q.rows = std::min(v.rows, band.rows);
           q.cols = v.cols;
           q.row_stride = int64_t(code_row);
           q.bits = spec.bits;

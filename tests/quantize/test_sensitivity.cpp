@@ -187,3 +187,39 @@ TEST_F(Sensitivity, TableRoundTripsAndAnotherModelsIsRefused) {
 
 }  // namespace
 }  // namespace inkling::quant
+
+namespace inkling::quant {
+namespace {
+
+// Every unit of the Inkling 2 layouts (original and transformers names, looped core, MXFP8
+// experts) finds its matrices in the running model and gets a finite cost.
+TEST(SensitivityInkling2, EveryUnitIsMeasured) {
+  for (const char* rel : {"inkling2_mxfp8/hf", "inkling2_mxfp8/tf", "inkling2_loop_q/hf",
+                          "inkling2_loop_mlx/hf", "inkling2_loop_mlx/mlx"}) {
+    const std::string dir = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/" + rel;
+    auto src = Source::open(dir);
+    ASSERT_TRUE(src.ok()) << rel << ": " << src.status().message();
+    PlanOptions po;
+    po.recipe = find_recipe("auto");
+    po.bits = 4, po.group = 32;
+    auto plan = make_plan(src.value()->config, po);
+    ASSERT_TRUE(plan.ok()) << rel << ": " << plan.status().message();
+    const std::vector<AutoUnit> units = auto_units(*plan);
+    ASSERT_FALSE(units.empty()) << rel;
+    SensitivityOptions o;
+    o.specs = {QuantSpec::affine(2, 32)};
+    o.window = 32;
+    o.max_tokens = 32;
+    o.threads = 2;
+    o.ids = sens_ids(32, src.value()->config.unpadded_vocab);
+    auto t = measure_sensitivity(*src.value(), *plan, units, o);
+    ASSERT_TRUE(t.ok()) << rel << ": " << t.status().message();
+    for (const auto& r : t->rows) {
+      EXPECT_TRUE(std::isfinite(r.kl[0])) << rel << " " << r.unit;
+      EXPECT_GE(r.kl[0], 0) << rel << " " << r.unit;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inkling::quant
