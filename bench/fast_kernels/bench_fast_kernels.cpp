@@ -3,7 +3,8 @@
 // bf16 weights and MLX affine 4- and 8-bit weights (group 64), a matrix in L2 (the kernels'
 // compute limit) and one 4x the last-level cache (what decode reads from DRAM), plus the VNNI
 // kernel with 2 int8 parts of x, and on 4-bit affine and NVFP4 weights what an AVX2 host runs: the
-// portable exact kernel (Highway) and the AVX2 int8 kernel with 1 and 2 parts. Prints the best and
+// portable exact kernel (Highway) and the AVX2 int8 kernel with 1 and 2 parts, and that kernel's
+// 512-bit form on AVX512-VNNI hosts (bitwise the same results). Prints the best and
 // median GB/s of weights read per call (for T tokens, the same bytes serve T products).
 //
 //   bench_fast_kernels [rounds=9]
@@ -89,6 +90,7 @@ struct Variant {
   RowsKernel f;
   int parts;  // > 0: affine_vnni_parts_rows with this many parts (int8: q4_int8_parts_rows)
   bool int8 = false;
+  bool wide = false;  // int8: the 512-bit form (AVX512-VNNI) instead of the AVX2 one
 };
 
 }  // namespace
@@ -118,6 +120,11 @@ int main(int argc, char** argv) {
           if (q4_int8_available()) {
             vs.push_back({"avx2 int8, 1 part", &fa, nullptr, 1, true});
             vs.push_back({"avx2 int8, 2 parts", &fa, nullptr, 2, true});
+            set_q4_int8_wide_enabled(true);
+            if (q4_int8_wide_enabled()) {
+              vs.push_back({"int8 512-bit (avx512-vnni), 1 part", &fa, nullptr, 1, true, true});
+              vs.push_back({"int8 512-bit (avx512-vnni), 2 parts", &fa, nullptr, 2, true, true});
+            }
           }
         }
         std::vector<std::vector<double>> t(vs.size());
@@ -126,6 +133,8 @@ int main(int argc, char** argv) {
           for (size_t k = 0; k < vs.size(); ++k) {
             const Variant& v = vs[(k + size_t(r)) % vs.size()];
             const MatView& w = *v.w;
+            // The int8 rows name their form; the bound kernels run as the registry runs them.
+            set_q4_int8_wide_enabled(!v.int8 || v.wide);
             auto call = [&] {
               if (v.int8)
                 q4_int8_parts_rows(x.data(), T, cols, w, 0, w.rows, y.data(), w.rows, v.parts);

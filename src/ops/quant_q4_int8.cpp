@@ -14,11 +14,13 @@
 
 #include "base/dtype.h"
 #include "ops/kernel_switch.h"
+#include "ops/quant_q4_int8_prepared.h"
 
 #if defined(__x86_64__)
 #define INKLING_HAVE_Q4INT8 1
 #include <immintrin.h>
 #define INK_AVX2 __attribute__((target("avx2,fma")))
+#define INK_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
 // GCC gives a lambda in a target function the target only when asked.
 #define INK_AVX2_LAMBDA __attribute__((target("avx2,fma"), always_inline))
 #else
@@ -33,6 +35,7 @@ constexpr int64_t kMaxTokens = 16;  // kFewMaxTokens: 17+ take the gemm
 constexpr int kTokPass = 4;         // tokens per pass over a block of rows
 
 KernelSwitch g_switch{"INKLING_NO_Q4INT8"};
+KernelSwitch g_wide_switch{"INKLING_NO_Q4INT8_512"};
 
 int8_t clamp127(float v) {
   return int8_t(std::clamp(v, -127.f, 127.f));
@@ -92,11 +95,6 @@ bool q4_int8_handles(const MatView& w, int64_t n_tok) {
 
 #if INKLING_HAVE_Q4INT8
 namespace {
-
-struct Prepared {
-  std::vector<int8_t> a, c;
-  std::vector<float> d, dl, gsum, rs, rb;  // dl: per span the 8 lanes' x factors
-};
 
 INK_AVX2 inline float sum8(__m256 v) {
   const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -185,32 +183,59 @@ INK_AVX2 void split_avx2(const float* x, int64_t cols, int parts, int64_t group,
     }
 }
 
-void prepare(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int parts, Prepared& p) {
+// [A of s, B of s, A of s+1, B of s+1] -> [A of s, A of s+1, B of s, B of s+1] for each whole
+// pair of spans of one token's parts.
+void to_pair_order(int8_t* v, int64_t cols) {
+  for (int64_t q = 0; q + 128 <= cols; q += 128) {
+    int8_t tmp[32];
+    std::memcpy(tmp, v + q + 32, 32);
+    std::memcpy(v + q + 32, v + q + 64, 32);
+    std::memcpy(v + q + 64, tmp, 32);
+  }
+}
+
+}  // namespace
+
+void q4_int8_prepare(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int parts,
+                     bool pairs, Q4Int8Prepared& p) {
   const int64_t cols = w.cols, group = w.format == WeightFormat::kAffine ? w.group : 0;
   const int64_t ng = group ? cols / group : 0;
-  p.a.resize(size_t(n_tok * cols));
-  p.c.resize(parts == 2 ? size_t(n_tok * cols) : 0);
+  int8_t* a = p.a.get(size_t(n_tok * cols));
+  int8_t* c = parts == 2 ? p.c.get(size_t(n_tok * cols)) : nullptr;
   p.d.resize(size_t(n_tok * cols / 32));
   p.gsum.resize(size_t(n_tok * ng));
-  for (int64_t t = 0; t < n_tok; ++t)
-    split_avx2(x + t * ldx, cols, parts, group, p.a.data() + t * cols,
-               parts == 2 ? p.c.data() + t * cols : nullptr, p.d.data() + t * cols / 32,
-               p.gsum.data() + t * ng);
-  p.dl.resize(size_t(n_tok * cols / 8));
-  for (size_t s = 0; s < p.dl.size() / 8; ++s)
-    for (size_t l = 0; l < 8; ++l) p.dl[8 * s + l] = p.d[2 * s + l / 4];
+  for (int64_t t = 0; t < n_tok; ++t) {
+    split_avx2(x + t * ldx, cols, parts, group, a + t * cols, c ? c + t * cols : nullptr,
+               p.d.data() + t * cols / 32, p.gsum.data() + t * ng);
+    if (pairs) {
+      to_pair_order(a + t * cols, cols);
+      if (c) to_pair_order(c + t * cols, cols);
+    }
+  }
+  const size_t nl = size_t(n_tok * cols / 8);
+  float* dl = p.dl.get(nl);
+  for (size_t s = 0; s < nl / 8; ++s)
+    for (size_t l = 0; l < 8; ++l) dl[8 * s + l] = p.d[2 * s + l / 4];
   p.rs.resize(size_t(w.format == WeightFormat::kNvfp4 ? cols / 16 : ng));
   p.rb.resize(size_t(ng));
 }
 
-// E4M3 byte -> f32, as e4m3_to_f32 (a table of its values, for the gathers below).
-const float* e4m3_table() {
-  static const auto table = [] {
-    std::vector<float> t(256);
-    for (int b = 0; b < 256; ++b) t[size_t(b)] = e4m3_to_f32(uint8_t(b));
-    return t;
-  }();
-  return table.data();
+namespace {
+
+// 8 E4M3 bytes -> f32, bitwise e4m3_to_f32: the sign, exponent and mantissa go into an f16's
+// fields one place over (bias 15 for 7: the f16 is the value times 2^-8, subnormals included),
+// VCVTPH2PS widens it exactly and 2^8 restores it; 0x7f / 0xff (E4M3's NaN) give e4m3_to_f32's
+// positive quiet NaN. No table gathers: 256 of them per row of 4096 columns were two thirds of an
+// L2-resident NVFP4 call.
+INK_AVX2_F16C inline __m256 e4m3x8(const uint8_t* s) {
+  const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
+  const __m128i mag = _mm_and_si128(b, _mm_set1_epi16(0x7f));
+  const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8),
+                                 _mm_slli_epi16(mag, 7));
+  const __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.f));
+  const __m256 nan =
+      _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm_cmpeq_epi16(mag, _mm_set1_epi16(0x7f))));
+  return _mm256_blendv_ps(v, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()), nan);
 }
 
 // n group values of a row (bf16, f16 or f32) as f32, eight at a time.
@@ -231,28 +256,36 @@ INK_AVX2 void to_f32(DType t, const uint8_t* src, size_t first, size_t n, float*
   for (; i < n; ++i) out[i] = load_as_f32(t, src, first + i);  // f16, and the tail
 }
 
-// Row r's factors as f32: affine scales and biases per group; NVFP4 f32(e4m3) * scale2 / 2 per
-// 16 columns (the table holds twice each E2M1 value).
-INK_AVX2 void row_factors(const MatView& w, int64_t r, Prepared& p) {
+}  // namespace
+
+// (The table holds twice each E2M1 value, hence NVFP4's / 2.)
+INK_AVX2_F16C void q4_int8_row_factors(const MatView& w, int64_t r, Q4Int8Prepared& p) {
   if (w.format == WeightFormat::kNvfp4) {
     const uint8_t* s = w.scales + size_t(r * w.scale_stride);
-    const float* tab = e4m3_table();
     const size_t n = p.rs.size();
     const __m256 k2 = _mm256_set1_ps(w.scale2), half = _mm256_set1_ps(0.5f);
     size_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-      const __m256i idx =
-          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + k)));
-      _mm256_storeu_ps(p.rs.data() + k,
-                       _mm256_mul_ps(_mm256_mul_ps(_mm256_i32gather_ps(tab, idx, 4), k2), half));
-    }
-    for (; k < n; ++k) p.rs[k] = (tab[s[k]] * w.scale2) * 0.5f;
+    for (; k + 8 <= n; k += 8)
+      _mm256_storeu_ps(p.rs.data() + k, _mm256_mul_ps(_mm256_mul_ps(e4m3x8(s + k), k2), half));
+    for (; k < n; ++k) p.rs[k] = (e4m3_to_f32(s[k]) * w.scale2) * 0.5f;
     return;
   }
   const size_t base = size_t(r * w.scale_stride);
   to_f32(w.scale_dtype, w.scales, base, p.rs.size(), p.rs.data());
   to_f32(w.scale_dtype, w.biases, base, p.rb.size(), p.rb.data());
 }
+
+INK_AVX2 float q4_int8_bias(const float* rb, const float* gs, int64_t ng) {
+  __m256 bl = _mm256_setzero_ps();
+  int64_t g = 0;
+  for (; g + 8 <= ng; g += 8)
+    bl = _mm256_fmadd_ps(_mm256_loadu_ps(rb + g), _mm256_loadu_ps(gs + g), bl);
+  float bsum = sum8(bl);
+  for (; g < ng; ++g) bsum = std::fma(rb[g], gs[g], bsum);
+  return bsum;
+}
+
+namespace {
 
 // A's and B's pair sums of one part x (NVFP4: x takes the codes' signs sa / sb) in int16:
 // |sum| <= 4 x 15 x 127 < 2^15, exact.
@@ -278,7 +311,7 @@ INK_AVX2 inline __m256i span_sums(__m256i qa, __m256i qb, __m256i sa, __m256i sb
 
 // Row r for tokens t0 .. t0 + NT - 1.
 template <bool kNv, int kGroup, int kParts, int NT>
-INK_AVX2 inline void row_kernel(const Prepared& p, int64_t t0, const MatView& w, int64_t r,
+INK_AVX2 inline void row_kernel(const Q4Int8Prepared& p, int64_t t0, const MatView& w, int64_t r,
                                 float* y, int64_t ldy) {
   const int64_t cols = w.cols, ns = cols / 64;
   const uint8_t* codes = w.row(r);
@@ -334,27 +367,19 @@ INK_AVX2 inline void row_kernel(const Prepared& p, int64_t t0, const MatView& w,
     float v = sum8(_mm256_add_ps(even[t], odd[t]));
     if constexpr (!kNv) {
       const int64_t ng = cols / kGroup;
-      const float* gs = p.gsum.data() + (t0 + t) * ng;
-      __m256 bl = _mm256_setzero_ps();
-      int64_t g = 0;
-      for (; g + 8 <= ng; g += 8)
-        bl = _mm256_fmadd_ps(_mm256_loadu_ps(p.rb.data() + g), _mm256_loadu_ps(gs + g), bl);
-      float bsum = sum8(bl);
-      for (; g < ng; ++g) bsum = std::fma(p.rb[size_t(g)], gs[g], bsum);
-      v += bsum;
+      v += q4_int8_bias(p.rb.data(), p.gsum.data() + (t0 + t) * ng, ng);
     }
     y[(t0 + t) * ldy + r] = v;
   }
 }
 
-// Rows [rb, re) for tokens t0 .. t0 + nt - 1 (nt <= kTokPass).
 // Rows [r0, r1) for every token: each row's factors once, then its tokens kTokPass at a time (the
 // row's codes stay in L1 between the passes).
 template <bool kNv, int kGroup, int kParts>
-void band(Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
+void band(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
           int64_t ldy) {
   for (int64_t r = r0; r < r1; ++r) {
-    row_factors(w, r, p);
+    q4_int8_row_factors(w, r, p);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
       switch (std::min<int64_t>(kTokPass, n_tok - t0)) {
         case 1:
@@ -375,7 +400,7 @@ void band(Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, 
 }
 
 template <int kParts>
-void band_for(Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
+void band_for(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
               int64_t ldy) {
   if (w.format == WeightFormat::kNvfp4) return band<true, 16, kParts>(p, n_tok, w, r0, r1, y, ldy);
   switch (w.group) {
@@ -390,7 +415,8 @@ void band_for(Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t 
 
 bool cpu_has_avx2() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
 }
 
 }  // namespace
@@ -413,13 +439,33 @@ void set_q4_int8_enabled(bool on) {
   g_switch.set(on, q4_int8_available());
 }
 
+bool q4_int8_wide_enabled() {
+#if INKLING_HAVE_Q4INT8
+  static const bool has = q4_int8_wide_cpu();
+  return g_wide_switch.enabled(has);
+#else
+  return false;
+#endif
+}
+
+void set_q4_int8_wide_enabled(bool on) {
+#if INKLING_HAVE_Q4INT8
+  g_wide_switch.set(on, q4_int8_wide_cpu());
+#else
+  (void)on;
+#endif
+}
+
 void q4_int8_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                         int64_t r1, float* y, int64_t ldy, int parts) {
 #if INKLING_HAVE_Q4INT8
-  thread_local Prepared p;
-  prepare(x, n_tok, ldx, w, parts, p);
-  // A (row, token) result depends on neither the rows nor the tokens of the call.
-  if (parts == 2)
+  thread_local Q4Int8Prepared p;
+  const bool wide = q4_int8_wide_enabled();
+  q4_int8_prepare(x, n_tok, ldx, w, parts, wide, p);
+  // A (row, token) result depends on neither the rows nor the tokens of the call, nor on the form.
+  if (wide)
+    q4_int8_wide_rows(p, n_tok, w, r0, r1, y, ldy, parts);
+  else if (parts == 2)
     band_for<2>(p, n_tok, w, r0, r1, y, ldy);
   else
     band_for<1>(p, n_tok, w, r0, r1, y, ldy);

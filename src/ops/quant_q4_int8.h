@@ -1,6 +1,7 @@
-// Fast-numerics 4-bit products on AVX2 CPUs (every x86-64-v3 host; the kernel for hosts without
-// AVX512-VNNI / AVX512-BF16, whose fast kernels are quant_affine_vnni.h and quant_q4_bf16dot.h):
-// MLX affine 4-bit and NVFP4 weights against x rounded to int8, as llama.cpp's Q4_0 x Q8_0.
+// Fast-numerics 4-bit products with x in int8, as llama.cpp's Q4_0 x Q8_0: MLX affine 4-bit and
+// NVFP4 weights on AVX2 CPUs (every x86-64-v3 host), and NVFP4 on AVX-512 CPUs without
+// AVX512-BF16 (Ice Lake servers), in a 512-bit form where the CPU has AVX512-VNNI. (Affine 4-bit
+// there takes quant_affine_vnni.h; AVX512-BF16 hosts take quant_q4_bf16dot.h.)
 //
 // x is split once per call, per token and block of 32 columns, into int8 parts with one f32 factor
 // d = M / 127 (M = max |x| of the block, Q8_0's scale): a = round(x / d) (1 part), and with 2 parts
@@ -40,6 +41,14 @@ bool q4_int8_available();
 // available and not turned off by set_q4_int8_enabled(false) or INKLING_NO_Q4INT8=1.
 bool q4_int8_enabled();
 void set_q4_int8_enabled(bool on);
+// The kernel's 512-bit form (quant_q4_int8_wide.cpp): two spans per register, VPDPBUSD for the
+// byte products, NVFP4's signs moved onto x under a mask; the same integer lane sums and the same
+// f32 steps per lane (the low half of the accumulator is the even-span chain, the high half the
+// odd one), so it is bitwise the AVX2 form and the twin. Used by every call below when the CPU
+// has AVX512F/BW/VL + AVX512-VNNI, unless set_q4_int8_wide_enabled(false) or
+// INKLING_NO_Q4INT8_512=1.
+bool q4_int8_wide_enabled();
+void set_q4_int8_wide_enabled(bool on);
 
 // Affine 4-bit views with a group of 32, 64 or 128 and NVFP4 views, columns a multiple of 64,
 // 1..16 tokens.

@@ -186,8 +186,12 @@ struct PortableKernelsOnly {
 
 // The kernels of an AVX2 host (no AVX512-BF16 / VNNI ones): fast 4-bit on the int8 AVX2 kernel.
 struct Avx2KernelsOnly {
-  Avx2KernelsOnly() { set_q4_bf16dot_enabled(false), set_affine_vnni_enabled(false); }
-  ~Avx2KernelsOnly() { set_q4_bf16dot_enabled(true), set_affine_vnni_enabled(true); }
+  Avx2KernelsOnly() {
+    set_q4_bf16dot_enabled(false), set_affine_vnni_enabled(false), set_q4_int8_wide_enabled(false);
+  }
+  ~Avx2KernelsOnly() {
+    set_q4_bf16dot_enabled(true), set_affine_vnni_enabled(true), set_q4_int8_wide_enabled(true);
+  }
 };
 
 // Today's kernels without the AVX512-VNNI one (INKLING_NO_VNNI=1): AVX512-BF16 for 4 bits.

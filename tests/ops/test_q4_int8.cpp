@@ -16,6 +16,7 @@
 #include "ops/matmul.h"
 #include "ops/quant.h"
 #include "ops/quant_q4_int8.h"
+#include "ops/quant_q4_int8_prepared.h"
 #include "quant_test_util.h"
 
 namespace inkling {
@@ -131,6 +132,83 @@ TEST(Q4Int8, KernelIsBitwiseItsTwin) {
     i8_expect_twin(nv.view, 1, 0, 21, parts, x, 512, "nvfp4 inf");
     QMat q = testing::make_affine(5, 512, 4, 64, DType::BF16, 1, rng);
     i8_expect_twin(q.view, 1, 0, 5, parts, x, 512, "affine inf");
+  }
+}
+
+// The 512-bit form (AVX512-VNNI) against the AVX2 form and the twin, bitwise: odd and even span
+// counts (its odd last span runs in 256 bits), every group and NVFP4, 1 and 2 parts, 1..16 tokens
+// (token passes of 4 and their remainders), row ranges, outliers, zero and non-finite blocks.
+TEST(Q4Int8, WideFormIsBitwiseTheAvx2Form) {
+  if (!q4_int8_available()) GTEST_SKIP() << "no AVX2 + FMA";
+  set_q4_int8_wide_enabled(true);
+  if (!q4_int8_wide_enabled()) GTEST_SKIP() << "no AVX512-VNNI (the 512-bit form)";
+  std::mt19937 rng(12);
+  auto run = [&](const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, int parts,
+                 const std::vector<float>& x, int64_t ldx, const std::string& what) {
+    const int64_t ldy = w.rows + 1;
+    std::vector<float> wide(size_t(n_tok * ldy), -7.f), narrow(wide), twin(wide);
+    q4_int8_parts_rows(x.data(), n_tok, ldx, w, r0, r1, wide.data(), ldy, parts);
+    set_q4_int8_wide_enabled(false);
+    q4_int8_parts_rows(x.data(), n_tok, ldx, w, r0, r1, narrow.data(), ldy, parts);
+    set_q4_int8_wide_enabled(true);
+    q4_int8_rows_ref(x.data(), n_tok, ldx, w, r0, r1, twin.data(), ldy, parts);
+    for (size_t i = 0; i < wide.size(); ++i) {
+      ASSERT_EQ(f32_to_bits(wide[i]), f32_to_bits(narrow[i])) << what << " at " << i;
+      ASSERT_EQ(f32_to_bits(wide[i]), f32_to_bits(twin[i])) << what << " (twin) at " << i;
+    }
+  };
+  for (int parts : {1, 2})
+    for (int64_t cols : {64, 128, 192, 448, 1024}) {
+      std::vector<QMat> mats;
+      for (int group : {32, 64, 128})
+        if (cols % group == 0)
+          mats.push_back(testing::make_affine(11, cols, 4, group,
+                                              group == 64 ? DType::BF16 : DType::F32, 2, rng));
+      mats.push_back(testing::make_nvfp4(11, cols, 1, rng));
+      for (const QMat& q : mats)
+        for (int64_t n_tok : {1, 2, 3, 4, 5, 8, 13, 16}) {
+          const int64_t ldx = cols + 5;
+          auto x = i8_randn(size_t(n_tok * ldx), rng);
+          x[3] = -400.f;                                                             // an outlier
+          for (int64_t i = 32; i < 64; ++i) x[size_t(ldx * (n_tok - 1) + i)] = 0.f;  // a zero block
+          const std::string what = format_label(q.view) + " cols " + std::to_string(cols) +
+                                   " parts " + std::to_string(parts) + " tokens " +
+                                   std::to_string(n_tok);
+          run(q.view, n_tok, 0, 11, parts, x, ldx, what);
+          run(q.view, n_tok, 4, 9, parts, x, ldx, what + " rows 4-9");
+        }
+    }
+  // Non-finite x: NaN rows in both forms.
+  auto x = i8_randn(448, rng);
+  x[300] = -std::numeric_limits<float>::infinity();
+  QMat nv = testing::make_nvfp4(6, 448, 1, rng);
+  QMat af = testing::make_affine(6, 448, 4, 64, DType::BF16, 1, rng);
+  run(nv.view, 1, 0, 6, 2, x, 448, "nvfp4 inf");
+  run(af.view, 1, 0, 6, 2, x, 448, "affine inf");
+}
+
+// NVFP4 row factors come from E4M3 bytes widened through f16 (no table): every byte value,
+// subnormals, -0 and both NaN codes, gives (e4m3_to_f32(b) * scale2) / 2 bit for bit.
+TEST(Q4Int8, Nvfp4FactorsOfEveryE4m3Byte) {
+  if (!q4_int8_available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  std::vector<uint8_t> codes(2 * 4096 / 2, 0x21), scales(2 * 256 + 3);
+  for (size_t k = 0; k < scales.size(); ++k) scales[k] = uint8_t(k);
+  for (float scale2 : {1.f, 0.0123f, 3e-38f}) {
+    MatView w;
+    w.format = WeightFormat::kNvfp4, w.dtype = DType::U8, w.rows = 2, w.cols = 4096;
+    w.data = codes.data(), w.row_stride = 4096 / 2;
+    w.scales = scales.data() + 3, w.scale_dtype = DType::F8_E4M3, w.scale_stride = 256;
+    w.bits = 4, w.group = 16, w.scale2 = scale2;
+    Q4Int8Prepared p;
+    p.rs.resize(256);
+    for (int64_t r = 0; r < 2; ++r) {
+      q4_int8_row_factors(w, r, p);
+      for (size_t k = 0; k < 256; ++k) {
+        const uint8_t b = scales[3 + size_t(r) * 256 + k];
+        ASSERT_EQ(f32_to_bits(p.rs[k]), f32_to_bits((e4m3_to_f32(b) * scale2) * 0.5f))
+            << "byte " << int(b) << " scale2 " << scale2;
+      }
+    }
   }
 }
 
