@@ -15,6 +15,7 @@
 #include "base/dtype.h"
 #include "ops/kernel_switch.h"
 #include "ops/quant_q4_int8_prepared.h"
+#include "ops/tuning.h"
 
 #if defined(__x86_64__)
 #define INKLING_HAVE_Q4INT8 1
@@ -275,6 +276,22 @@ INK_AVX2_F16C void q4_int8_row_factors(const MatView& w, int64_t r, Q4Int8Prepar
   to_f32(w.scale_dtype, w.biases, base, p.rb.size(), p.rb.data());
 }
 
+int64_t q4_int8_prefetch_rows() {
+  return 4 * int64_t(tuning(TuneParam::kQ4Prefetch));
+}
+
+const char* q4_int8_prefetch_ahead(const MatView& w, int64_t r, int64_t dist, int64_t r_end) {
+  if (dist <= 0 || r + dist >= r_end) return nullptr;
+  const int64_t es = int64_t(dtype_size(w.scale_dtype));
+  const int64_t bytes = (w.format == WeightFormat::kNvfp4 ? w.cols / 16 : w.cols / w.group) * es;
+  const int64_t off = (r + dist) * w.scale_stride * es;
+  for (int64_t b = 0; b < bytes; b += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.scales) + off + b, _MM_HINT_T0);
+    if (w.biases) _mm_prefetch(reinterpret_cast<const char*>(w.biases) + off + b, _MM_HINT_T0);
+  }
+  return reinterpret_cast<const char*>(w.row(r + dist));
+}
+
 INK_AVX2 float q4_int8_bias(const float* rb, const float* gs, int64_t ng) {
   __m256 bl = _mm256_setzero_ps();
   int64_t g = 0;
@@ -312,7 +329,7 @@ INK_AVX2 inline __m256i span_sums(__m256i qa, __m256i qb, __m256i sa, __m256i sb
 // Row r for tokens t0 .. t0 + NT - 1.
 template <bool kNv, int kGroup, int kParts, int NT>
 INK_AVX2 inline void row_kernel(const Q4Int8Prepared& p, int64_t t0, const MatView& w, int64_t r,
-                                float* y, int64_t ldy) {
+                                float* y, int64_t ldy, const char* ahead) {
   const int64_t cols = w.cols, ns = cols / 64;
   const uint8_t* codes = w.row(r);
   const int8_t* a[NT];
@@ -359,10 +376,14 @@ INK_AVX2 inline void row_kernel(const Q4Int8Prepared& p, int64_t t0, const MatVi
   for (int t = 0; t < NT; ++t) even[t] = odd[t] = _mm256_setzero_ps();
   int64_t s = 0;
   for (; s + 2 <= ns; s += 2) {
+    if (ahead) _mm_prefetch(ahead + 32 * s, _MM_HINT_T0);
     step(s, even);
     step(s + 1, odd);
   }
-  if (s < ns) step(s, even);
+  if (s < ns) {
+    if (ahead) _mm_prefetch(ahead + 32 * s, _MM_HINT_T0);
+    step(s, even);
+  }
   for (int t = 0; t < NT; ++t) {
     float v = sum8(_mm256_add_ps(even[t], odd[t]));
     if constexpr (!kNv) {
@@ -378,21 +399,24 @@ INK_AVX2 inline void row_kernel(const Q4Int8Prepared& p, int64_t t0, const MatVi
 template <bool kNv, int kGroup, int kParts>
 void band(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
           int64_t ldy) {
+  const int64_t dist = q4_int8_prefetch_rows();
   for (int64_t r = r0; r < r1; ++r) {
+    const char* ahead = q4_int8_prefetch_ahead(w, r, dist, r1);
     q4_int8_row_factors(w, r, p);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
+      const char* pf = t0 == 0 ? ahead : nullptr;  // the first pass reads the row from memory
       switch (std::min<int64_t>(kTokPass, n_tok - t0)) {
         case 1:
-          row_kernel<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy);
+          row_kernel<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy, pf);
           break;
         case 2:
-          row_kernel<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy);
+          row_kernel<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy, pf);
           break;
         case 3:
-          row_kernel<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy);
+          row_kernel<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy, pf);
           break;
         default:
-          row_kernel<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy);
+          row_kernel<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy, pf);
           break;
       }
     }

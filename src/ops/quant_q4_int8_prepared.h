@@ -32,6 +32,13 @@ void q4_int8_row_factors(const MatView& w, int64_t r, Q4Int8Prepared& p);
 // whole octets of groups reduced by q4_int8_sum8, then the rest one after another by fma.
 float q4_int8_bias(const float* rb, const float* gs, int64_t ng);
 
+// Software prefetch (decode tuning: no effect on the results): the row q4_int8_prefetch_rows()
+// ahead of the one being read, TuneParam::kQ4Prefetch blocks of 4 rows (0: none). Its factors
+// are prefetched by q4_int8_prefetch_ahead(), which returns its codes (null when it is past
+// r_end, or prefetch is off) for the kernel to prefetch line by line as it reads row r's.
+int64_t q4_int8_prefetch_rows();
+const char* q4_int8_prefetch_ahead(const MatView& w, int64_t r, int64_t dist, int64_t r_end);
+
 // The 512-bit form: true when this binary has it and the CPU runs AVX512F/BW/VL + AVX512-VNNI.
 bool q4_int8_wide_cpu();
 // Rows [r0, r1) of every token from p (prepared with pairs = true): bitwise the AVX2 form.

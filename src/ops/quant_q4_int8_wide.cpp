@@ -70,7 +70,7 @@ INK_AVX512 inline __m256 span_factors(const float* rs, int64_t s) {
 // Row r for tokens t0 .. t0 + NT - 1.
 template <bool kNv, int kGroup, int kParts, int NT>
 INK_AVX512 inline void wide_row(const Q4Int8Prepared& p, int64_t t0, const MatView& w, int64_t r,
-                                float* y, int64_t ldy) {
+                                float* y, int64_t ldy, const char* ahead) {
   const int64_t cols = w.cols, ns = cols / 64, np = ns / 2;
   const uint8_t* codes = w.row(r);
   const int8_t* a[NT];
@@ -91,6 +91,7 @@ INK_AVX512 inline void wide_row(const Q4Int8Prepared& p, int64_t t0, const MatVi
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t q = 0; q < np; ++q) {
     const __m512i v = _mm512_loadu_si512(codes + 64 * q);
+    if (ahead) _mm_prefetch(ahead + 64 * q, _MM_HINT_T0);
     __m512i qa = _mm512_and_si512(v, m4), qb = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     __mmask64 na = 0, nb = 0;
     if constexpr (kNv) {
@@ -119,6 +120,7 @@ INK_AVX512 inline void wide_row(const Q4Int8Prepared& p, int64_t t0, const MatVi
   if (ns % 2) {  // the last span, [A, B] in its parts, into the even chain
     const int64_t s = ns - 1;
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 32 * s));
+    if (ahead) _mm_prefetch(ahead + 32 * s, _MM_HINT_T0);
     const __m256i m4h = _mm256_set1_epi8(0x0f);
     __m256i qa = _mm256_and_si256(v, m4h), qb = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4h);
     __mmask32 na = 0, nb = 0;
@@ -160,21 +162,24 @@ INK_AVX512 inline void wide_row(const Q4Int8Prepared& p, int64_t t0, const MatVi
 template <bool kNv, int kGroup, int kParts>
 void wide_band(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
                int64_t ldy) {
+  const int64_t dist = q4_int8_prefetch_rows();
   for (int64_t r = r0; r < r1; ++r) {
+    const char* ahead = q4_int8_prefetch_ahead(w, r, dist, r1);
     q4_int8_row_factors(w, r, p);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
+      const char* pf = t0 == 0 ? ahead : nullptr;
       switch (std::min<int64_t>(kTokPass, n_tok - t0)) {
         case 1:
-          wide_row<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy);
+          wide_row<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy, pf);
           break;
         case 2:
-          wide_row<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy);
+          wide_row<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy, pf);
           break;
         case 3:
-          wide_row<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy);
+          wide_row<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy, pf);
           break;
         default:
-          wide_row<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy);
+          wide_row<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy, pf);
           break;
       }
     }

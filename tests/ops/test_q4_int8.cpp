@@ -17,6 +17,7 @@
 #include "ops/quant.h"
 #include "ops/quant_q4_int8.h"
 #include "ops/quant_q4_int8_prepared.h"
+#include "ops/tuning.h"
 #include "quant_test_util.h"
 
 namespace inkling {
@@ -210,6 +211,36 @@ TEST(Q4Int8, Nvfp4FactorsOfEveryE4m3Byte) {
       }
     }
   }
+}
+
+// Software prefetch (TuneParam::kQ4Prefetch, decode tuning) changes no bit, in either form: off,
+// the default, and distances past the end of the call's rows.
+TEST(Q4Int8, PrefetchDistanceChangesNoBit) {
+  if (!q4_int8_available()) GTEST_SKIP() << "no AVX2 + FMA";
+  std::mt19937 rng(13);
+  const DecodeTuning saved = DecodeTuning::current();
+  QMat nv = testing::make_nvfp4(37, 448, 1, rng);
+  QMat af = testing::make_affine(37, 448, 4, 64, DType::BF16, 1, rng);
+  for (const QMat* q : {&nv, &af})
+    for (int64_t n_tok : {1, 3, 6}) {
+      auto x = i8_randn(size_t(n_tok * 448), rng);
+      std::vector<float> want(size_t(n_tok * 37));
+      q4_int8_rows_ref(x.data(), n_tok, 448, q->view, 0, 37, want.data(), 37, 2);
+      for (bool wide : {false, true})
+        for (int pf : {0, 1, 3, 8}) {
+          set_q4_int8_wide_enabled(wide);
+          DecodeTuning t = saved;
+          t[TuneParam::kQ4Prefetch] = pf;
+          set_decode_tuning(t, "test");
+          std::vector<float> got(want.size(), -1.f);
+          q4_int8_parts_rows(x.data(), n_tok, 448, q->view, 0, 37, got.data(), 37, 2);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(f32_to_bits(got[i]), f32_to_bits(want[i]))
+                << format_label(q->view) << " wide " << wide << " pf " << pf << " at " << i;
+        }
+    }
+  set_decode_tuning(saved, "test");
+  set_q4_int8_wide_enabled(true);
 }
 
 TEST(Q4Int8, TwinIsWithinTheSplitBound) {
