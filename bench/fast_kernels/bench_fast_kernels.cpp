@@ -22,6 +22,7 @@
 #include "ops/quant_affine_vnni.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_int8.h"
+#include "ops/quant_q4_int8_gemm.h"
 
 using namespace inkling;
 
@@ -97,13 +98,13 @@ struct Variant {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
-  std::vector<float> x(16 * 4096), y(16 << 15);
+  std::vector<float> x(64 * 4096), y(16 << 15);
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (auto& v : x) v = nd(rng);
   for (int bits : {16, 4, -4, 8})
     for (int64_t rows : {int64_t(256), int64_t(32768)})
-      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(16)}) {
+      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(16), int64_t(64)}) {
         if (rows > 1024 && T > 4) continue;
         const int64_t cols = 4096;
         Mat m = make(bits == 16 && rows > 1024 ? rows / 2 : rows, cols, bits);
@@ -113,9 +114,13 @@ int main(int argc, char** argv) {
                                     ex.kernels->for_tokens(T).rows, 0},
                                    {std::string("fast ") + fa.kernels->for_tokens(T).name, &fa,
                                     fa.kernels->for_tokens(T).rows, 0}};
-        if (bits > 0 && bits != 16 && affine_vnni_available())
+        if (T > kFewMaxTokens) {  // prefill: the gemm kernels
+          if ((bits == 4 || bits == -4) && q4_int8_gemm_available())
+            vs.push_back({"int8 gemm (avx512-vnni), 2 parts", &fa, q4_int8_gemm_fine_rows, 0});
+        } else if (bits > 0 && bits != 16 && affine_vnni_available()) {
           vs.push_back({"vnni 2 parts", &fa, nullptr, 2});
-        if (bits == 4 || bits == -4) {
+        }
+        if (T <= kFewMaxTokens && (bits == 4 || bits == -4)) {
           vs.push_back({"portable (exact on AVX2 hosts)", &ex, quant_matmul_rows, 0});
           if (q4_int8_available()) {
             vs.push_back({"avx2 int8, 1 part", &fa, nullptr, 1, true});
@@ -128,7 +133,7 @@ int main(int argc, char** argv) {
           }
         }
         std::vector<std::vector<double>> t(vs.size());
-        const int reps = rows < 1024 ? 100 : 2;
+        const int reps = rows < 1024 ? (T > kFewMaxTokens ? 10 : 100) : 2;
         for (int r = 0; r < rounds; ++r)
           for (size_t k = 0; k < vs.size(); ++k) {
             const Variant& v = vs[(k + size_t(r)) % vs.size()];

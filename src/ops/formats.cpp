@@ -21,6 +21,7 @@
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
 #include "ops/quant_q4_int8.h"
+#include "ops/quant_q4_int8_gemm.h"
 
 namespace inkling {
 
@@ -49,6 +50,10 @@ constexpr Kernel kBf16DotQ4Fast{"avx512-bf16 q4 (x bf16)", q4_bf16dot_fast_rows}
 constexpr Kernel kQ4Int8Fine{"avx2 q4 (x 2 x int8)", q4_int8_fine_rows};
 // The same function in its 512-bit form (bitwise the same results; quant_q4_int8.h).
 constexpr Kernel kQ4Int8FineWide{"avx512-vnni q4 (x 2 x int8)", q4_int8_fine_rows};
+// Fast prefill (17+ tokens) against affine 4-bit and NVFP4 with AVX512-VNNI
+// (quant_q4_int8_gemm.h): one int8 part of x for the routed experts, two for the rest.
+constexpr Kernel kQ4Int8Gemm[2] = {{"avx512-vnni gemm q4 (x int8)", q4_int8_gemm_rows},
+                                   {"avx512-vnni gemm q4 (x 2 x int8)", q4_int8_gemm_fine_rows}};
 
 // Affine widths other than 4 and 8 with AVX512-BF16 + VBMI take affine_bf16dot_rows for 1..16
 // tokens, affine 4-bit and NVFP4 q4_bf16dot_rows: one kernel per view for every token count up
@@ -224,16 +229,37 @@ constexpr KernelSet kNvfp4Int8[2][2] = {
      {{kQ4Int8Fine, kQ4Int8Fine, kHwyGemmQ4}, nvfp4_dequant_row}},
     {{{kQ4Int8FineWide, kQ4Int8FineWide, kHwyQuant}, nvfp4_dequant_row},
      {{kQ4Int8FineWide, kQ4Int8FineWide, kHwyGemmQ4}, nvfp4_dequant_row}}};
+// With the int8 prefill gemm: affine 4-bit on the VNNI decode kernels ([fine]: one int8 part of
+// x for the routed experts, two for the rest, as those decode kernels take them: on the trained
+// demo model's 4-bit copy prefill KL 1.9e-4 with one part for the experts, 1.0e-6 with two, and
+// one part makes the gemm 1.8x the exact one on Ice Lake where two parts are 1.05x); NVFP4 with
+// two parts in both grades, as its decode kernel (on the random Inkling 2 Mini fixture one part
+// for the experts left the logits 1.39 of max|logit| from transformers f32, past its own bf16
+// run's 1.34; two parts 0.72), on the 512-bit int8 decode kernel (CPUs without AVX512-BF16) or
+// the AVX512-BF16 one.
+constexpr KernelSet kAffine4VnniFastGemm[2] = {
+    {{kVnniFast, kVnniFast, kQ4Int8Gemm[0]}, affine_dequant_row},
+    {{kVnniFine, kVnniFine, kQ4Int8Gemm[1]}, affine_dequant_row}};
+constexpr KernelSet kNvfp4Int8Gemm{{kQ4Int8FineWide, kQ4Int8FineWide, kQ4Int8Gemm[1]},
+                                   nvfp4_dequant_row};
+constexpr KernelSet kNvfp4Bf16FastGemm{{kBf16DotQ4Fast, kBf16DotQ4Fast, kQ4Int8Gemm[1]},
+                                       nvfp4_dequant_row};
+bool gemm_for(const MatView& w, KernelMode m) {
+  return m != KernelMode::kExact && q4_int8_gemm_enabled() && q4_int8_gemm_handles(w);
+}
+
 bool int8_for(const MatView& w, KernelMode m) {
   return m != KernelMode::kExact && q4_int8_enabled() && q4_int8_handles(w, 1);
 }
 
 const KernelSet* select_affine4(const MatView& w, KernelMode m) {
   if (!groups_fit(w)) return nullptr;
-  if (vnni_for(w))
-    return m == KernelMode::kExact
-               ? &kAffine4Vnni[hwy_gemm_q4_supported(w)]
-               : &kAffine4VnniFast[m == KernelMode::kFastFine][hwy_gemm_q4_supported(w)];
+  const bool fine = m == KernelMode::kFastFine;
+  if (vnni_for(w)) {
+    if (m == KernelMode::kExact) return &kAffine4Vnni[hwy_gemm_q4_supported(w)];
+    if (gemm_for(w, m)) return &kAffine4VnniFastGemm[fine];
+    return &kAffine4VnniFast[fine][hwy_gemm_q4_supported(w)];
+  }
   if (m != KernelMode::kExact && bf16dot_for(w)) return &kAffine4Bf16Fast[hwy_gemm_q4_supported(w)];
   if (int8_for(w, m)) return &kAffine4Int8[q4_int8_wide_enabled()][hwy_gemm_q4_supported(w)];
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
@@ -261,8 +287,14 @@ const KernelSet* select_affine_words(const MatView& w, KernelMode m) {
 }
 const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
-  if (m != KernelMode::kExact && bf16dot_for(w)) return &kNvfp4Fast[hwy_gemm_q4_supported(w)];
-  if (int8_for(w, m)) return &kNvfp4Int8[q4_int8_wide_enabled()][hwy_gemm_q4_supported(w)];
+  if (m != KernelMode::kExact && bf16dot_for(w)) {
+    if (gemm_for(w, m)) return &kNvfp4Bf16FastGemm;
+    return &kNvfp4Fast[hwy_gemm_q4_supported(w)];
+  }
+  if (int8_for(w, m)) {
+    if (q4_int8_wide_enabled() && gemm_for(w, m)) return &kNvfp4Int8Gemm;
+    return &kNvfp4Int8[q4_int8_wide_enabled()][hwy_gemm_q4_supported(w)];
+  }
   return &kNvfp4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
 

@@ -19,6 +19,7 @@
 
 #if defined(__x86_64__)
 #define INKLING_HAVE_Q4INT8 1
+#include <cpuid.h>
 #include <immintrin.h>
 #define INK_AVX2 __attribute__((target("avx2,fma")))
 #define INK_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
@@ -276,6 +277,11 @@ INK_AVX2_F16C void q4_int8_row_factors(const MatView& w, int64_t r, Q4Int8Prepar
   to_f32(w.scale_dtype, w.biases, base, p.rb.size(), p.rb.data());
 }
 
+bool q4_int8_cpu_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;  // CPUID.1:ECX bit 29 (clang's builtin has no "f16c")
+  return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1);
+}
+
 int64_t q4_int8_prefetch_rows() {
   return 4 * int64_t(tuning(TuneParam::kQ4Prefetch));
 }
@@ -439,8 +445,7 @@ void band_for(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, in
 
 bool cpu_has_avx2() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && q4_int8_cpu_f16c();
 }
 
 }  // namespace

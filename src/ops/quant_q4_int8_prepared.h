@@ -39,6 +39,9 @@ float q4_int8_bias(const float* rb, const float* gs, int64_t ng);
 int64_t q4_int8_prefetch_rows();
 const char* q4_int8_prefetch_ahead(const MatView& w, int64_t r, int64_t dist, int64_t r_end);
 
+// Whether the CPU has F16C (VCVTPH2PS: the NVFP4 factors).
+bool q4_int8_cpu_f16c();
+
 // The 512-bit form: true when this binary has it and the CPU runs AVX512F/BW/VL + AVX512-VNNI.
 bool q4_int8_wide_cpu();
 // Rows [r0, r1) of every token from p (prepared with pairs = true): bitwise the AVX2 form.

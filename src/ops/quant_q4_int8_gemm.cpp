@@ -1,0 +1,270 @@
+// The int8 prefill gemm for affine 4-bit and NVFP4 weights on AVX512-VNNI CPUs
+// (quant_q4_int8_gemm.h). x86 intrinsics behind a target attribute and a CPUID check, as the
+// other x86-only kernels.
+#include "ops/quant_q4_int8_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/aligned_scratch.h"
+#include "ops/kernel_switch.h"
+#include "ops/quant_q4_int8_prepared.h"
+
+#if defined(__x86_64__)
+#define INKLING_HAVE_Q4GEMM 1
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see quant_q4_bf16dot.cpp
+#pragma GCC diagnostic ignored "-Wuninitialized"        // the same, in the cast intrinsics
+#endif
+#include <immintrin.h>
+#define INK_GEMM512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+// GCC gives a lambda in a target function the target only when asked.
+#define INK_GEMM512_LAMBDA \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"), always_inline))
+#else
+#define INKLING_HAVE_Q4GEMM 0
+#endif
+
+namespace inkling {
+
+namespace {
+
+KernelSwitch g_switch{"INKLING_NO_Q4INT8_GEMM"};
+
+}  // namespace
+
+bool q4_int8_gemm_handles(const MatView& w) {
+  if (w.cols <= 0 || w.cols % 64 != 0) return false;
+  if (w.format == WeightFormat::kNvfp4) return w.group == 16 && w.bits == 4;
+  return w.format == WeightFormat::kAffine && w.bits == 4 && w.biases &&
+         (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0;
+}
+
+#if INKLING_HAVE_Q4GEMM
+namespace {
+
+constexpr int kRows = 16;     // weight rows per tile: one int32 lane each
+constexpr int kTokBlock = 8;  // tokens whose sums run against a tile's registers at once
+
+struct Scratch {
+  Q4Int8Prepared p;              // x split as the decode kernel splits it (span order)
+  AlignedScratch<uint8_t> tile;  // per block of 32 columns: 4 vectors of one word per row
+  AlignedScratch<float> fac;     // per factor group: the 16 rows' weight factors
+  AlignedScratch<float> bias;    // affine, per group: the 16 rows' biases
+  AlignedScratch<int32_t> corr;  // NVFP4, per group of 16: 128 x the 16 rows' code sums
+};
+
+INK_GEMM512 inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// |e2m1| x 2 with its sign, per code (the signed operand of VPDPBUSD).
+INK_GEMM512 inline __m512i nv_values(__m512i codes) {
+  const __m512i lut = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+  return _mm512_shuffle_epi8(lut, codes);
+}
+
+// Rows [rb, rb + nr) of w into s: codes regrouped per block (rows past nr repeat the last one and
+// are never stored), factors and biases per group as 16 lanes, NVFP4's offset corrections.
+template <bool kNv>
+INK_GEMM512 void pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) {
+  const int64_t cols = w.cols, nb = cols / 32;
+  alignas(64) int32_t off[kRows];
+  for (int i = 0; i < kRows; ++i) off[i] = int32_t(std::min(i, nr - 1) * w.row_stride);
+  const __m512i vidx = _mm512_load_si512(off);
+  const uint8_t* base = w.row(rb);
+  uint8_t* tile = s.tile.get(size_t(nb * 4 * 64));
+  for (int64_t b = 0; b < nb; ++b)
+    for (int j = 0; j < 4; ++j)
+      _mm512_store_si512(tile + (4 * b + j) * 64,
+                         _mm512_i32gather_epi32(vidx, base + 16 * b + 4 * j, 1));
+  const int64_t nfac = kNv ? cols / 16 : cols / w.group;
+  float* fac = s.fac.get(size_t(nfac * kRows));
+  float* bias = kNv ? nullptr : s.bias.get(size_t(nfac * kRows));
+  for (int i = 0; i < kRows; ++i) {
+    q4_int8_row_factors(w, rb + std::min(i, nr - 1), s.p);
+    for (int64_t k = 0; k < nfac; ++k) {
+      fac[k * kRows + i] = s.p.rs[size_t(k)];
+      if (bias) bias[k * kRows + i] = s.p.rb[size_t(k)];
+    }
+  }
+  if constexpr (kNv) {
+    int32_t* corr = s.corr.get(size_t(nfac * kRows));
+    const __m512i m4 = _mm512_set1_epi8(0x0f), c128 = _mm512_set1_epi8(char(0x80));
+    for (int64_t k = 0; k < nfac; ++k) {  // group k: block k / 2, words 2 (k % 2) and +1
+      __m512i sum = _mm512_setzero_si512();
+      for (int j = 2 * int(k % 2); j < 2 * int(k % 2) + 2; ++j) {
+        const __m512i v = _mm512_load_si512(tile + (4 * (k / 2) + j) * 64);
+        sum = _mm512_dpbusd_epi32(sum, c128, nv_values(_mm512_and_si512(v, m4)));
+        sum = _mm512_dpbusd_epi32(sum, c128,
+                                  nv_values(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4)));
+      }
+      _mm512_store_si512(corr + k * kRows, sum);
+    }
+  }
+}
+
+// One tile's rows for tokens t0 .. t0 + NT - 1 (rows masked by rmask at the store).
+template <bool kNv, int kGroup, int kParts, int NT>
+INK_GEMM512 void tile_tokens(const Scratch& s, const MatView& w, int64_t t0, int64_t rb,
+                             __mmask16 rmask, float* y, int64_t ldy) {
+  const int64_t cols = w.cols, nb = cols / 32;
+  const uint8_t* tile = s.tile.data();
+  const float* fac = s.fac.data();
+  const int8_t* a[NT];
+  const int8_t* c[NT];
+  const float* d[NT];
+  _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+    a[t] = s.p.a.data() + (t0 + t) * cols;
+    c[t] = kParts == 2 ? s.p.c.data() + (t0 + t) * cols : nullptr;
+    d[t] = s.p.d.data() + (t0 + t) * nb;
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
+  __m512 acc[NT];
+  _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i A[4], B[4];
+    _Pragma("GCC unroll 8") for (int j = 0; j < 4; ++j) {
+      const __m512i v = _mm512_load_si512(tile + (4 * b + j) * 64);
+      A[j] = _mm512_and_si512(v, m4), B[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      if constexpr (kNv) A[j] = nv_values(A[j]), B[j] = nv_values(B[j]);
+    }
+    const int64_t at = 64 * (b / 2) + 16 * (b % 2);  // the block's first A part; B's are +32
+    if constexpr (!kNv) {
+      const __m512 wf = _mm512_load_ps(fac + (b * 32 / kGroup) * kRows);
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+        auto sums = [&](__m512i sum, const int8_t* x) INK_GEMM512_LAMBDA {
+          _Pragma("GCC unroll 8") for (int j = 0; j < 4; ++j) {
+            sum = _mm512_dpbusd_epi32(sum, A[j], bcast4(x + at + 4 * j));
+            sum = _mm512_dpbusd_epi32(sum, B[j], bcast4(x + at + 32 + 4 * j));
+          }
+          return sum;
+        };
+        __m512i I = sums(_mm512_setzero_si512(), a[t]);
+        if constexpr (kParts == 2) I = sums(_mm512_slli_epi32(I, 8), c[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), _mm512_mul_ps(wf, _mm512_set1_ps(d[t][b])),
+                                 acc[t]);
+      }
+    } else {
+      _Pragma("GCC unroll 2") for (int q = 0; q < 2; ++q) {  // the block's two groups of 16 columns
+        const int64_t k = 2 * b + q;
+        const __m512 wf = _mm512_load_ps(fac + k * kRows);
+        const __m512i corr = _mm512_load_si512(s.corr.data() + k * kRows);
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+          auto sums = [&](const int8_t* x) INK_GEMM512_LAMBDA {
+            __m512i sum = _mm512_setzero_si512();
+            _Pragma("GCC unroll 8") for (int j = 2 * q; j < 2 * q + 2; ++j) {
+              sum = _mm512_dpbusd_epi32(sum, _mm512_xor_si512(bcast4(x + at + 4 * j), flip), A[j]);
+              sum = _mm512_dpbusd_epi32(sum, _mm512_xor_si512(bcast4(x + at + 32 + 4 * j), flip),
+                                        B[j]);
+            }
+            return _mm512_sub_epi32(sum, corr);
+          };
+          __m512i I = sums(a[t]);
+          if constexpr (kParts == 2) I = _mm512_add_epi32(_mm512_slli_epi32(I, 8), sums(c[t]));
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I),
+                                   _mm512_mul_ps(wf, _mm512_set1_ps(d[t][b])), acc[t]);
+        }
+      }
+    }
+  }
+  _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
+    __m512 bs = _mm512_setzero_ps();
+    if constexpr (!kNv) {
+      const int64_t ng = cols / kGroup;
+      const float* gs = s.p.gsum.data() + (t0 + t) * ng;
+      for (int64_t g = 0; g < ng; ++g)
+        bs = _mm512_fmadd_ps(_mm512_load_ps(s.bias.data() + g * kRows), _mm512_set1_ps(gs[g]), bs);
+    }
+    _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rb, rmask, _mm512_add_ps(acc[t], bs));
+  }
+}
+
+template <bool kNv, int kGroup, int kParts>
+void gemm(Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
+          int64_t ldy) {
+  for (int64_t rb = r0; rb < r1; rb += kRows) {
+    const int nr = int(std::min<int64_t>(kRows, r1 - rb));
+    const __mmask16 rmask = __mmask16((1u << nr) - 1);
+    pack_tile<kNv>(w, rb, nr, s);
+    int64_t t0 = 0;
+    for (; t0 + kTokBlock <= n_tok; t0 += kTokBlock)
+      tile_tokens<kNv, kGroup, kParts, kTokBlock>(s, w, t0, rb, rmask, y, ldy);
+    if (n_tok - t0 >= 4) {
+      tile_tokens<kNv, kGroup, kParts, 4>(s, w, t0, rb, rmask, y, ldy);
+      t0 += 4;
+    }
+    if (n_tok - t0 >= 2) {
+      tile_tokens<kNv, kGroup, kParts, 2>(s, w, t0, rb, rmask, y, ldy);
+      t0 += 2;
+    }
+    if (n_tok - t0 >= 1) tile_tokens<kNv, kGroup, kParts, 1>(s, w, t0, rb, rmask, y, ldy);
+  }
+}
+
+template <int kParts>
+void gemm_for(Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
+              int64_t ldy) {
+  if (w.format == WeightFormat::kNvfp4) return gemm<true, 16, kParts>(s, n_tok, w, r0, r1, y, ldy);
+  switch (w.group) {
+    case 32:
+      return gemm<false, 32, kParts>(s, n_tok, w, r0, r1, y, ldy);
+    case 64:
+      return gemm<false, 64, kParts>(s, n_tok, w, r0, r1, y, ldy);
+    default:
+      return gemm<false, 128, kParts>(s, n_tok, w, r0, r1, y, ldy);
+  }
+}
+
+bool cpu_has_gemm() {
+  return q4_int8_wide_cpu() && q4_int8_cpu_f16c();
+}
+
+}  // namespace
+#endif  // INKLING_HAVE_Q4GEMM
+
+bool q4_int8_gemm_available() {
+#if INKLING_HAVE_Q4GEMM
+  static const bool has = cpu_has_gemm();
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool q4_int8_gemm_enabled() {
+  return g_switch.enabled(q4_int8_gemm_available());
+}
+
+void set_q4_int8_gemm_enabled(bool on) {
+  g_switch.set(on, q4_int8_gemm_available());
+}
+
+void q4_int8_gemm_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                             int64_t r0, int64_t r1, float* y, int64_t ldy, int parts) {
+#if INKLING_HAVE_Q4GEMM
+  thread_local Scratch s;
+  q4_int8_prepare(x, n_tok, ldx, w, parts, false, s.p);
+  if (parts == 2)
+    gemm_for<2>(s, n_tok, w, r0, r1, y, ldy);
+  else
+    gemm_for<1>(s, n_tok, w, r0, r1, y, ldy);
+#else
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;
+#endif
+}
+
+void q4_int8_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                       int64_t r1, float* y, int64_t ldy) {
+  q4_int8_gemm_parts_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 1);
+}
+
+void q4_int8_gemm_fine_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                            int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  q4_int8_gemm_parts_rows(x, n_tok, ldx, w, r0, r1, y, ldy, 2);
+}
+
+}  // namespace inkling

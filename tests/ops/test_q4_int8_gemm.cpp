@@ -1,0 +1,129 @@
+// The int8 prefill gemm (ops/quant_q4_int8_gemm.h): the kernel against its scalar twin bitwise
+// (affine 4-bit groups 32/64/128 with bf16/f16/f32 scales, NVFP4, 1 and 2 parts, token counts
+// across the 8/4/2/1 token blocks, partial 16-row tiles and row ranges, odd span counts,
+// outliers, zero blocks, non-finite x), the twin against the f64 product of the dequantized
+// weights within the split's error bound, and the registry binding it for 17+ tokens in fast
+// numerics only.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/formats.h"
+#include "ops/quant.h"
+#include "ops/quant_q4_int8_gemm.h"
+#include "quant_test_util.h"
+
+namespace inkling {
+namespace {
+
+using testing::QMat;
+
+std::vector<float> g8_randn(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& e : v) e = nd(rng);
+  return v;
+}
+
+void g8_expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, int parts,
+                    const std::vector<float>& x, int64_t ldx, const std::string& what) {
+  const int64_t ldy = w.rows + 2;
+  std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got);
+  q4_int8_gemm_parts_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy, parts);
+  q4_int8_gemm_rows_ref(x.data(), n_tok, ldx, w, r0, r1, want.data(), ldy, parts);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(f32_to_bits(got[i]), f32_to_bits(want[i])) << what << " at " << i;
+}
+
+TEST(Q4Int8Gemm, KernelIsBitwiseItsTwin) {
+  if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
+  std::mt19937 rng(21);
+  for (int parts : {1, 2})
+    for (int64_t cols : {64, 192, 448}) {
+      std::vector<QMat> mats;
+      for (int group : {32, 64, 128})
+        if (cols % group == 0)
+          for (DType sdt : {DType::BF16, DType::F16, DType::F32})
+            mats.push_back(testing::make_affine(37, cols, 4, group, sdt, 2, rng));
+      mats.push_back(testing::make_nvfp4(37, cols, 2, rng));
+      for (const QMat& q : mats)
+        for (int64_t n_tok : {1, 3, 8, 15, 17, 30}) {
+          const int64_t ldx = cols + 3;
+          auto x = g8_randn(size_t(n_tok * ldx), rng);
+          x[1] = 250.f;                                                             // an outlier
+          for (int64_t i = 0; i < 32; ++i) x[size_t((n_tok - 1) * ldx + i)] = 0.f;  // a zero block
+          const std::string what = format_label(q.view) + " " + dtype_name(q.view.scale_dtype) +
+                                   " cols " + std::to_string(cols) + " parts " +
+                                   std::to_string(parts) + " tokens " + std::to_string(n_tok);
+          g8_expect_twin(q.view, n_tok, 0, 37, parts, x, ldx, what);  // tiles of 16, 16 and 5
+          g8_expect_twin(q.view, n_tok, 5, 22, parts, x, ldx, what + " rows 5-22");
+        }
+    }
+  auto x = g8_randn(size_t(17 * 448), rng);
+  x[900] = std::numeric_limits<float>::quiet_NaN();
+  QMat nv = testing::make_nvfp4(9, 448, 1, rng);
+  QMat af = testing::make_affine(9, 448, 4, 64, DType::BF16, 1, rng);
+  g8_expect_twin(nv.view, 17, 0, 9, 2, x, 448, "nvfp4 nan");
+  g8_expect_twin(af.view, 17, 0, 9, 2, x, 448, "affine nan");
+}
+
+// The twin against the exact product of the dequantized weights: within the error of x's parts
+// (half a step of d per element with one part, d / 256 with two) plus f32 rounding.
+TEST(Q4Int8Gemm, TwinIsWithinTheSplitBound) {
+  std::mt19937 rng(22);
+  for (int parts : {1, 2})
+    for (QMat q : {testing::make_affine(11, 256, 4, 64, DType::BF16, 1, rng),
+                   testing::make_nvfp4(11, 256, 1, rng)}) {
+      const MatView& w = q.view;
+      const int64_t n_tok = 19;
+      auto x = g8_randn(size_t(n_tok * 256), rng);
+      std::vector<float> y(size_t(n_tok * 11)), row(256);
+      q4_int8_gemm_rows_ref(x.data(), n_tok, 256, w, 0, 11, y.data(), 11, parts);
+      for (int64_t r = 0; r < 11; ++r) {
+        dequant_row(w, r, row.data());
+        for (int64_t t = 0; t < n_tok; ++t) {
+          double exact = 0, bound = 0;
+          for (int64_t b = 0; b < 8; ++b) {
+            double m = 0, wsum = 0;
+            for (int64_t i = 0; i < 32; ++i) {
+              m = std::max(m, double(std::fabs(x[size_t(t * 256 + b * 32 + i)])));
+              wsum += std::fabs(row[size_t(b * 32 + i)]);
+            }
+            for (int64_t i = 0; i < 32; ++i)
+              exact += double(x[size_t(t * 256 + b * 32 + i)]) * row[size_t(b * 32 + i)];
+            const double step = m / 127.0;
+            bound += wsum * (parts == 2 ? step / 256 * (1 + 1.0 / 256) : step / 2);
+          }
+          EXPECT_NEAR(y[size_t(t * 11 + r)], exact, bound * 1.01 + 1e-4 * std::fabs(exact) + 1e-5)
+              << format_label(w) << " parts " << parts << " row " << r << " token " << t;
+        }
+      }
+    }
+}
+
+// Fast numerics bind it for 17+ tokens (affine: one part for kFast, two for kFastFine; NVFP4 two
+// in both); exact never.
+TEST(Q4Int8Gemm, BoundForPrefillInFastNumericsOnly) {
+  if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
+  std::mt19937 rng(23);
+  for (QMat q : {testing::make_affine(4, 256, 4, 64, DType::BF16, 1, rng),
+                 testing::make_nvfp4(4, 256, 1, rng)}) {
+    MatView w = q.view;
+    ASSERT_TRUE(bind_kernels(w, KernelMode::kFast));
+    EXPECT_EQ(w.kernels->for_tokens(17).rows,
+              w.format == WeightFormat::kNvfp4 ? &q4_int8_gemm_fine_rows : &q4_int8_gemm_rows)
+        << format_label(w);
+    ASSERT_TRUE(bind_kernels(w, KernelMode::kFastFine));
+    EXPECT_EQ(w.kernels->for_tokens(64).rows, &q4_int8_gemm_fine_rows) << format_label(w);
+    ASSERT_TRUE(bind_kernels(w, KernelMode::kExact));
+    EXPECT_NE(w.kernels->for_tokens(64).rows, &q4_int8_gemm_rows) << format_label(w);
+    EXPECT_NE(w.kernels->for_tokens(64).rows, &q4_int8_gemm_fine_rows) << format_label(w);
+  }
+}
+
+}  // namespace
+}  // namespace inkling
