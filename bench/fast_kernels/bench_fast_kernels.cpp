@@ -114,9 +114,12 @@ int main(int argc, char** argv) {
                                     ex.kernels->for_tokens(T).rows, 0},
                                    {std::string("fast ") + fa.kernels->for_tokens(T).name, &fa,
                                     fa.kernels->for_tokens(T).rows, 0}};
-        if (T > kFewMaxTokens) {  // prefill: the gemm kernels
-          if ((bits == 4 || bits == -4) && q4_int8_gemm_available())
-            vs.push_back({"int8 gemm (avx512-vnni), 2 parts", &fa, q4_int8_gemm_fine_rows, 0});
+        if ((bits == 4 || bits == -4) && q4_int8_gemm_available()) {
+          if (T <= kFewMaxTokens)
+            vs.push_back({"int8 gemm (avx512-vnni), 1 part", &fa, q4_int8_gemm_rows, 0});
+          vs.push_back({"int8 gemm (avx512-vnni), 2 parts", &fa, q4_int8_gemm_fine_rows, 0});
+        }
+        if (T > kFewMaxTokens) {
         } else if (bits > 0 && bits != 16 && affine_vnni_available()) {
           vs.push_back({"vnni 2 parts", &fa, nullptr, 2});
         }
