@@ -34,7 +34,6 @@ namespace inkling {
 namespace {
 
 constexpr int64_t kMaxTokens = 16;  // kFewMaxTokens: 17+ take the gemm
-constexpr int kTokPass = 4;         // tokens per pass over a block of rows
 
 KernelSwitch g_switch{"INKLING_NO_Q4INT8"};
 KernelSwitch g_wide_switch{"INKLING_NO_Q4INT8_512"};
@@ -400,49 +399,6 @@ INK_AVX2 inline void row_kernel(const Q4Int8Prepared& p, int64_t t0, const MatVi
   }
 }
 
-// Rows [r0, r1) for every token: each row's factors once, then its tokens kTokPass at a time (the
-// row's codes stay in L1 between the passes).
-template <bool kNv, int kGroup, int kParts>
-void band(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
-          int64_t ldy) {
-  const int64_t dist = q4_int8_prefetch_rows();
-  for (int64_t r = r0; r < r1; ++r) {
-    const char* ahead = q4_int8_prefetch_ahead(w, r, dist, r1);
-    q4_int8_row_factors(w, r, p);
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
-      const char* pf = t0 == 0 ? ahead : nullptr;  // the first pass reads the row from memory
-      switch (std::min<int64_t>(kTokPass, n_tok - t0)) {
-        case 1:
-          row_kernel<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy, pf);
-          break;
-        case 2:
-          row_kernel<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy, pf);
-          break;
-        case 3:
-          row_kernel<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy, pf);
-          break;
-        default:
-          row_kernel<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy, pf);
-          break;
-      }
-    }
-  }
-}
-
-template <int kParts>
-void band_for(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
-              int64_t ldy) {
-  if (w.format == WeightFormat::kNvfp4) return band<true, 16, kParts>(p, n_tok, w, r0, r1, y, ldy);
-  switch (w.group) {
-    case 32:
-      return band<false, 32, kParts>(p, n_tok, w, r0, r1, y, ldy);
-    case 64:
-      return band<false, 64, kParts>(p, n_tok, w, r0, r1, y, ldy);
-    default:
-      return band<false, 128, kParts>(p, n_tok, w, r0, r1, y, ldy);
-  }
-}
-
 bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && q4_int8_cpu_f16c();
@@ -492,12 +448,12 @@ void q4_int8_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
   const bool wide = q4_int8_wide_enabled();
   q4_int8_prepare(x, n_tok, ldx, w, parts, wide, p);
   // A (row, token) result depends on neither the rows nor the tokens of the call, nor on the form.
-  if (wide)
-    q4_int8_wide_rows(p, n_tok, w, r0, r1, y, ldy, parts);
-  else if (parts == 2)
-    band_for<2>(p, n_tok, w, r0, r1, y, ldy);
-  else
-    band_for<1>(p, n_tok, w, r0, r1, y, ldy);
+  if (wide) return q4_int8_wide_rows(p, n_tok, w, r0, r1, y, ldy, parts);
+  q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
+    q4_int8_row_passes(p, n_tok, w, r0, r1, [&](auto nt, int64_t t0, int64_t r, const char* pf) {
+      row_kernel<nv(), group(), np(), nt()>(p, t0, w, r, y, ldy, pf);
+    });
+  });
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;
 #endif

@@ -205,20 +205,6 @@ void gemm(Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, f
   }
 }
 
-template <int kParts>
-void gemm_for(Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
-              int64_t ldy) {
-  if (w.format == WeightFormat::kNvfp4) return gemm<true, 16, kParts>(s, n_tok, w, r0, r1, y, ldy);
-  switch (w.group) {
-    case 32:
-      return gemm<false, 32, kParts>(s, n_tok, w, r0, r1, y, ldy);
-    case 64:
-      return gemm<false, 64, kParts>(s, n_tok, w, r0, r1, y, ldy);
-    default:
-      return gemm<false, 128, kParts>(s, n_tok, w, r0, r1, y, ldy);
-  }
-}
-
 bool cpu_has_gemm() {
   return q4_int8_wide_cpu() && q4_int8_cpu_f16c();
 }
@@ -248,10 +234,9 @@ void q4_int8_gemm_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const M
 #if INKLING_HAVE_Q4GEMM
   thread_local Scratch s;
   q4_int8_prepare(x, n_tok, ldx, w, parts, false, s.p);
-  if (parts == 2)
-    gemm_for<2>(s, n_tok, w, r0, r1, y, ldy);
-  else
-    gemm_for<1>(s, n_tok, w, r0, r1, y, ldy);
+  q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
+    gemm<nv(), group(), np()>(s, n_tok, w, r0, r1, y, ldy);
+  });
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;
 #endif

@@ -3,7 +3,9 @@
 // (quant_q4_int8_wide.cpp, AVX512-VNNI). Internal to those files.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "base/aligned_scratch.h"
@@ -47,5 +49,57 @@ bool q4_int8_wide_cpu();
 // Rows [r0, r1) of every token from p (prepared with pairs = true): bitwise the AVX2 form.
 void q4_int8_wide_rows(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
                        float* y, int64_t ldy, int parts);
+
+// Calls f(std::bool_constant<NVFP4>, std::integral_constant<int, group>,
+// std::integral_constant<int, parts>) for view w (NVFP4: group 16; affine: 32, 64 or 128) and 1
+// or 2 parts: the kernels' template dispatch, written once.
+template <typename F>
+void q4_int8_dispatch(const MatView& w, int parts, F&& f) {
+  auto with_parts = [&](auto nv, auto group) {
+    if (parts == 2) return f(nv, group, std::integral_constant<int, 2>{});
+    return f(nv, group, std::integral_constant<int, 1>{});
+  };
+  if (w.format == WeightFormat::kNvfp4)
+    return with_parts(std::true_type{}, std::integral_constant<int, 16>{});
+  switch (w.group) {
+    case 32:
+      return with_parts(std::false_type{}, std::integral_constant<int, 32>{});
+    case 64:
+      return with_parts(std::false_type{}, std::integral_constant<int, 64>{});
+    default:
+      return with_parts(std::false_type{}, std::integral_constant<int, 128>{});
+  }
+}
+
+// The decode forms' row loop: per row of [r0, r1) its prefetch and factors once, then its tokens
+// 4 at a time (the row's codes stay in L1), the first pass prefetching the row ahead. Calls
+// row(std::integral_constant<int, NT>, t0, r, ahead_or_null) for each pass.
+template <typename Row>
+void q4_int8_row_passes(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
+                        Row&& row) {
+  constexpr int64_t kTokPass = 4;
+  const int64_t dist = q4_int8_prefetch_rows();
+  for (int64_t r = r0; r < r1; ++r) {
+    const char* ahead = q4_int8_prefetch_ahead(w, r, dist, r1);
+    q4_int8_row_factors(w, r, p);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
+      const char* pf = t0 == 0 ? ahead : nullptr;  // the first pass reads the row from memory
+      switch (std::min<int64_t>(kTokPass, n_tok - t0)) {
+        case 1:
+          row(std::integral_constant<int, 1>{}, t0, r, pf);
+          break;
+        case 2:
+          row(std::integral_constant<int, 2>{}, t0, r, pf);
+          break;
+        case 3:
+          row(std::integral_constant<int, 3>{}, t0, r, pf);
+          break;
+        default:
+          row(std::integral_constant<int, 4>{}, t0, r, pf);
+          break;
+      }
+    }
+  }
+}
 
 }  // namespace inkling

@@ -31,8 +31,6 @@ namespace inkling {
 
 namespace {
 
-constexpr int kTokPass = 4;  // tokens per pass over a row's codes (they stay in L1)
-
 // The weight factors of a pair of spans q (spans 2q, 2q+1) per lane, as the AVX2 form takes them
 // for each span.
 template <bool kNv, int kGroup>
@@ -158,49 +156,6 @@ INK_AVX512 inline void wide_row(const Q4Int8Prepared& p, int64_t t0, const MatVi
   }
 }
 
-// Rows [r0, r1) for every token: each row's factors once, then its tokens kTokPass at a time.
-template <bool kNv, int kGroup, int kParts>
-void wide_band(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
-               int64_t ldy) {
-  const int64_t dist = q4_int8_prefetch_rows();
-  for (int64_t r = r0; r < r1; ++r) {
-    const char* ahead = q4_int8_prefetch_ahead(w, r, dist, r1);
-    q4_int8_row_factors(w, r, p);
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
-      const char* pf = t0 == 0 ? ahead : nullptr;
-      switch (std::min<int64_t>(kTokPass, n_tok - t0)) {
-        case 1:
-          wide_row<kNv, kGroup, kParts, 1>(p, t0, w, r, y, ldy, pf);
-          break;
-        case 2:
-          wide_row<kNv, kGroup, kParts, 2>(p, t0, w, r, y, ldy, pf);
-          break;
-        case 3:
-          wide_row<kNv, kGroup, kParts, 3>(p, t0, w, r, y, ldy, pf);
-          break;
-        default:
-          wide_row<kNv, kGroup, kParts, 4>(p, t0, w, r, y, ldy, pf);
-          break;
-      }
-    }
-  }
-}
-
-template <int kParts>
-void wide_band_for(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
-                   float* y, int64_t ldy) {
-  if (w.format == WeightFormat::kNvfp4)
-    return wide_band<true, 16, kParts>(p, n_tok, w, r0, r1, y, ldy);
-  switch (w.group) {
-    case 32:
-      return wide_band<false, 32, kParts>(p, n_tok, w, r0, r1, y, ldy);
-    case 64:
-      return wide_band<false, 64, kParts>(p, n_tok, w, r0, r1, y, ldy);
-    default:
-      return wide_band<false, 128, kParts>(p, n_tok, w, r0, r1, y, ldy);
-  }
-}
-
 }  // namespace
 
 bool q4_int8_wide_cpu() {
@@ -212,10 +167,11 @@ bool q4_int8_wide_cpu() {
 
 void q4_int8_wide_rows(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
                        float* y, int64_t ldy, int parts) {
-  if (parts == 2)
-    wide_band_for<2>(p, n_tok, w, r0, r1, y, ldy);
-  else
-    wide_band_for<1>(p, n_tok, w, r0, r1, y, ldy);
+  q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
+    q4_int8_row_passes(p, n_tok, w, r0, r1, [&](auto nt, int64_t t0, int64_t r, const char* pf) {
+      wide_row<nv(), group(), np(), nt()>(p, t0, w, r, y, ldy, pf);
+    });
+  });
 }
 
 }  // namespace inkling
