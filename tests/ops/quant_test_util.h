@@ -20,6 +20,7 @@
 #include "ops/quant_matmul.h"
 #include "ops/quant_q4_bf16dot.h"
 #include "ops/quant_q4_int8.h"
+#include "ops/quant_q4_int8_gemm.h"
 
 namespace inkling::testing {
 
@@ -188,9 +189,11 @@ struct PortableKernelsOnly {
 struct Avx2KernelsOnly {
   Avx2KernelsOnly() {
     set_q4_bf16dot_enabled(false), set_affine_vnni_enabled(false), set_q4_int8_wide_enabled(false);
+    set_q4_int8_gemm_enabled(false);
   }
   ~Avx2KernelsOnly() {
     set_q4_bf16dot_enabled(true), set_affine_vnni_enabled(true), set_q4_int8_wide_enabled(true);
+    set_q4_int8_gemm_enabled(true);
   }
 };
 
