@@ -2,7 +2,7 @@
 """Side-by-side speed on one benchmark slice, in one run: `inkling bench --json` and transformers.
 
     python bench/compare.py -m models/inkling-small-slice-bf16 [--threads 2] [--prompt-tokens 64]
-        [--gen-tokens 8] [--dtypes bf16,f32] [--inkling build-perf/inkling]
+        [--gen-tokens 8] [--dtypes bf16,f32] [--inkling build-perf/inkling (else build/inkling)]
 
 Loads the OG (`model.llm.*`) slice into transformers' InklingForCausalLM (renames and gate/up
 de-interleave from tools/og_layout.py, tensor by tensor, no f32 copy of a bf16 model), or an
@@ -123,7 +123,11 @@ def main(argv=None) -> int:
     ap.add_argument("--prompt-tokens", type=int, default=64)
     ap.add_argument("--gen-tokens", type=int, default=8)
     ap.add_argument("--dtypes", default="bf16,f32")
-    ap.add_argument("--inkling", default=str(ROOT / "build-perf" / "inkling"))
+    # build-perf/ where a perf build exists, else README's build/.
+    default_bin = ROOT / "build-perf" / "inkling"
+    if not default_bin.exists():
+        default_bin = ROOT / "build" / "inkling"
+    ap.add_argument("--inkling", default=str(default_bin))
     a = ap.parse_args(argv)
 
     import torch
