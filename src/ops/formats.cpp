@@ -244,6 +244,10 @@ constexpr KernelSet kNvfp4Int8Gemm{{kQ4Int8FineWide, kQ4Int8FineWide, kQ4Int8Gem
                                    nvfp4_dequant_row};
 constexpr KernelSet kNvfp4Bf16FastGemm{{kBf16DotQ4Fast, kBf16DotQ4Fast, kQ4Int8Gemm[1]},
                                        nvfp4_dequant_row};
+// Affine 4-bit on the 512-bit int8 decode kernel (AVX512-VNNI without VBMI, e.g. Cascade Lake,
+// where the lane-set kernel does not run): two parts in both grades, as that decode kernel.
+constexpr KernelSet kAffine4Int8Gemm{{kQ4Int8FineWide, kQ4Int8FineWide, kQ4Int8Gemm[1]},
+                                     affine_dequant_row};
 bool gemm_for(const MatView& w, KernelMode m) {
   return m != KernelMode::kExact && q4_int8_gemm_enabled() && q4_int8_gemm_handles(w);
 }
@@ -261,7 +265,10 @@ const KernelSet* select_affine4(const MatView& w, KernelMode m) {
     return &kAffine4VnniFast[fine][hwy_gemm_q4_supported(w)];
   }
   if (m != KernelMode::kExact && bf16dot_for(w)) return &kAffine4Bf16Fast[hwy_gemm_q4_supported(w)];
-  if (int8_for(w, m)) return &kAffine4Int8[q4_int8_wide_enabled()][hwy_gemm_q4_supported(w)];
+  if (int8_for(w, m)) {
+    if (q4_int8_wide_enabled() && gemm_for(w, m)) return &kAffine4Int8Gemm;
+    return &kAffine4Int8[q4_int8_wide_enabled()][hwy_gemm_q4_supported(w)];
+  }
   return &kAffine4[bf16dot_for(w)][hwy_gemm_q4_supported(w)];
 }
 const KernelSet* select_affine8(const MatView& w, KernelMode m) {

@@ -105,24 +105,29 @@ TEST(Q4Int8Gemm, TwinIsWithinTheSplitBound) {
     }
 }
 
-// Fast numerics bind it for 17+ tokens (affine: one part for kFast, two for kFastFine; NVFP4 two
-// in both); exact never.
+// Fast numerics bind it for 17+ tokens, exact never: affine 4-bit on the VNNI lane-set kernel
+// with one part for kFast and two for kFastFine; affine on the 512-bit int8 kernel (CPUs without
+// VBMI, or that kernel off) and NVFP4 with two in both grades.
 TEST(Q4Int8Gemm, BoundForPrefillInFastNumericsOnly) {
   if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
   std::mt19937 rng(23);
-  for (QMat q : {testing::make_affine(4, 256, 4, 64, DType::BF16, 1, rng),
-                 testing::make_nvfp4(4, 256, 1, rng)}) {
-    MatView w = q.view;
+  auto check = [](MatView w, bool one_part_for_fast, const std::string& what) {
     ASSERT_TRUE(bind_kernels(w, KernelMode::kFast));
     EXPECT_EQ(w.kernels->for_tokens(17).rows,
-              w.format == WeightFormat::kNvfp4 ? &q4_int8_gemm_fine_rows : &q4_int8_gemm_rows)
-        << format_label(w);
+              one_part_for_fast ? &q4_int8_gemm_rows : &q4_int8_gemm_fine_rows)
+        << what;
     ASSERT_TRUE(bind_kernels(w, KernelMode::kFastFine));
-    EXPECT_EQ(w.kernels->for_tokens(64).rows, &q4_int8_gemm_fine_rows) << format_label(w);
+    EXPECT_EQ(w.kernels->for_tokens(64).rows, &q4_int8_gemm_fine_rows) << what;
     ASSERT_TRUE(bind_kernels(w, KernelMode::kExact));
-    EXPECT_NE(w.kernels->for_tokens(64).rows, &q4_int8_gemm_rows) << format_label(w);
-    EXPECT_NE(w.kernels->for_tokens(64).rows, &q4_int8_gemm_fine_rows) << format_label(w);
-  }
+    EXPECT_NE(w.kernels->for_tokens(64).rows, &q4_int8_gemm_rows) << what;
+    EXPECT_NE(w.kernels->for_tokens(64).rows, &q4_int8_gemm_fine_rows) << what;
+  };
+  QMat af = testing::make_affine(4, 256, 4, 64, DType::BF16, 1, rng);
+  QMat nv = testing::make_nvfp4(4, 256, 1, rng);
+  check(nv.view, false, "nvfp4");
+  if (affine_vnni_enabled()) check(af.view, true, "affine, VNNI lane-set kernel");
+  testing::NoVnniKernel no_vnni;  // the 512-bit int8 kernel takes affine 4-bit (without bf16 dot)
+  if (!q4_bf16dot_enabled()) check(af.view, false, "affine, 512-bit int8 kernel");
 }
 
 }  // namespace
