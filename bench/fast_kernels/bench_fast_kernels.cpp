@@ -119,10 +119,8 @@ int main(int argc, char** argv) {
             vs.push_back({"int8 gemm (avx512-vnni), 1 part", &fa, q4_int8_gemm_rows, 0});
           vs.push_back({"int8 gemm (avx512-vnni), 2 parts", &fa, q4_int8_gemm_fine_rows, 0});
         }
-        if (T > kFewMaxTokens) {
-        } else if (bits > 0 && bits != 16 && affine_vnni_available()) {
+        if (T <= kFewMaxTokens && bits > 0 && bits != 16 && affine_vnni_available())
           vs.push_back({"vnni 2 parts", &fa, nullptr, 2});
-        }
         if (T <= kFewMaxTokens && (bits == 4 || bits == -4)) {
           vs.push_back({"portable (exact on AVX2 hosts)", &ex, quant_matmul_rows, 0});
           if (q4_int8_available()) {

@@ -213,10 +213,6 @@ void q4_int8_prepare(const float* x, int64_t n_tok, int64_t ldx, const MatView& 
       if (c) to_pair_order(c + t * cols, cols);
     }
   }
-  const size_t nl = size_t(n_tok * cols / 8);
-  float* dl = p.dl.get(nl);
-  for (size_t s = 0; s < nl / 8; ++s)
-    for (size_t l = 0; l < 8; ++l) dl[8 * s + l] = p.d[2 * s + l / 4];
   p.rs.resize(size_t(w.format == WeightFormat::kNvfp4 ? cols / 16 : ng));
   p.rb.resize(size_t(ng));
 }
@@ -281,20 +277,24 @@ bool q4_int8_cpu_f16c() {
   return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1);
 }
 
-int64_t q4_int8_prefetch_rows() {
-  return 4 * int64_t(tuning(TuneParam::kQ4Prefetch));
+Q4Int8Prefetch q4_int8_prefetch(const MatView& w) {
+  Q4Int8Prefetch pf;
+  pf.dist = 4 * int64_t(tuning(TuneParam::kQ4Prefetch));
+  pf.scale_elem = int64_t(dtype_size(w.scale_dtype));
+  pf.scale_bytes =
+      (w.format == WeightFormat::kNvfp4 ? w.cols / 16 : w.cols / w.group) * pf.scale_elem;
+  return pf;
 }
 
-const char* q4_int8_prefetch_ahead(const MatView& w, int64_t r, int64_t dist, int64_t r_end) {
-  if (dist <= 0 || r + dist >= r_end) return nullptr;
-  const int64_t es = int64_t(dtype_size(w.scale_dtype));
-  const int64_t bytes = (w.format == WeightFormat::kNvfp4 ? w.cols / 16 : w.cols / w.group) * es;
-  const int64_t off = (r + dist) * w.scale_stride * es;
-  for (int64_t b = 0; b < bytes; b += 64) {
+const char* q4_int8_prefetch_ahead(const MatView& w, const Q4Int8Prefetch& pf, int64_t r,
+                                   int64_t r_end) {
+  if (pf.dist <= 0 || r + pf.dist >= r_end) return nullptr;
+  const int64_t off = (r + pf.dist) * w.scale_stride * pf.scale_elem;
+  for (int64_t b = 0; b < pf.scale_bytes; b += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(w.scales) + off + b, _MM_HINT_T0);
     if (w.biases) _mm_prefetch(reinterpret_cast<const char*>(w.biases) + off + b, _MM_HINT_T0);
   }
-  return reinterpret_cast<const char*>(w.row(r + dist));
+  return reinterpret_cast<const char*>(w.row(r + pf.dist));
 }
 
 INK_AVX2 float q4_int8_bias(const float* rb, const float* gs, int64_t ng) {
@@ -447,6 +447,11 @@ void q4_int8_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
   thread_local Q4Int8Prepared p;
   const bool wide = q4_int8_wide_enabled();
   q4_int8_prepare(x, n_tok, ldx, w, parts, wide, p);
+  // Per span, the x factor of each of its 8 lanes (lanes 0-3: the span's first block).
+  const size_t nl = size_t(n_tok * w.cols / 8);
+  float* dl = p.dl.get(nl);
+  for (size_t s = 0; s < nl / 8; ++s)
+    for (size_t l = 0; l < 8; ++l) dl[8 * s + l] = p.d[2 * s + l / 4];
   // A (row, token) result depends on neither the rows nor the tokens of the call, nor on the form.
   if (wide) return q4_int8_wide_rows(p, n_tok, w, r0, r1, y, ldy, parts);
   q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {

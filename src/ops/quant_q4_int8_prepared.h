@@ -18,7 +18,7 @@ struct Q4Int8Prepared {
   // form, each whole pair of spans as [A of s, A of s+1, B of s, B of s+1] (an odd last span stays
   // [A, B]); on cache lines, so a 64-byte load of them is one line.
   AlignedScratch<int8_t> a, c;
-  AlignedScratch<float> dl;  // per span, the x factor of each of its 8 lanes
+  AlignedScratch<float> dl;  // decode forms only: per span, the x factor of each of its 8 lanes
   std::vector<float> d, gsum;
   std::vector<float> rs, rb;  // the current row's weight factors (and affine biases) as f32
 };
@@ -34,12 +34,17 @@ void q4_int8_row_factors(const MatView& w, int64_t r, Q4Int8Prepared& p);
 // whole octets of groups reduced by q4_int8_sum8, then the rest one after another by fma.
 float q4_int8_bias(const float* rb, const float* gs, int64_t ng);
 
-// Software prefetch (decode tuning: no effect on the results): the row q4_int8_prefetch_rows()
-// ahead of the one being read, TuneParam::kQ4Prefetch blocks of 4 rows (0: none). Its factors
-// are prefetched by q4_int8_prefetch_ahead(), which returns its codes (null when it is past
-// r_end, or prefetch is off) for the kernel to prefetch line by line as it reads row r's.
-int64_t q4_int8_prefetch_rows();
-const char* q4_int8_prefetch_ahead(const MatView& w, int64_t r, int64_t dist, int64_t r_end);
+// Software prefetch (decode tuning: no effect on the results) of the row `dist` ahead of the one
+// being read, TuneParam::kQ4Prefetch blocks of 4 rows (0: none); set up once per call.
+struct Q4Int8Prefetch {
+  int64_t dist = 0;
+  int64_t scale_bytes = 0, scale_elem = 0;  // a row's factor bytes (and biases'), element size
+};
+Q4Int8Prefetch q4_int8_prefetch(const MatView& w);
+// Prefetches the factors of row r + pf.dist and returns its codes (null when that row is at or
+// past r_end, or prefetch is off), for the kernel to prefetch line by line as it reads row r's.
+const char* q4_int8_prefetch_ahead(const MatView& w, const Q4Int8Prefetch& pf, int64_t r,
+                                   int64_t r_end);
 
 // Whether the CPU has F16C (VCVTPH2PS: the NVFP4 factors).
 bool q4_int8_cpu_f16c();
@@ -78,9 +83,9 @@ template <typename Row>
 void q4_int8_row_passes(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
                         Row&& row) {
   constexpr int64_t kTokPass = 4;
-  const int64_t dist = q4_int8_prefetch_rows();
+  const Q4Int8Prefetch pfs = q4_int8_prefetch(w);
   for (int64_t r = r0; r < r1; ++r) {
-    const char* ahead = q4_int8_prefetch_ahead(w, r, dist, r1);
+    const char* ahead = q4_int8_prefetch_ahead(w, pfs, r, r1);
     q4_int8_row_factors(w, r, p);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
       const char* pf = t0 == 0 ? ahead : nullptr;  // the first pass reads the row from memory
