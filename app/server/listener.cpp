@@ -4,6 +4,8 @@
 #include "listener.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -203,6 +205,11 @@ void Listener::run(httplib::Server& http) {
       continue;
     }
     stats_.accepted += 1;
+    // No Nagle: httplib writes a response's headers and body in separate sends, and on a
+    // keep-alive connection the body then waited for the client's delayed ACK (40 ms a request,
+    // and streamed tokens held back the same way).
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (stats_.open.load() >= opts_.max_connections) {
       reject(fd);
       continue;
