@@ -101,9 +101,10 @@ struct Scheduler::Slot {
   uint64_t last_used = 0;
   std::unique_ptr<Sampler> sampler;  // the job's chain, with its penalty history
   bool first_token = true;
-  // --draft: the job's speculative decoder (null: plain decoding); started once its prompt ran.
+  // --draft: the job's speculative decoder (null: plain decoding). Its prompt runs in the
+  // batched steps like any other (the decoder keeps the trunk rows its depths read); it begins
+  // with the first token, and its rounds run in step_speculative().
   std::unique_ptr<SpeculativeDecoder> spec;
-  bool spec_started = false;
 };
 
 Scheduler::Scheduler(std::shared_ptr<Engine> engine, SchedulerOptions opts, Metrics* metrics)
@@ -188,30 +189,45 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   }
   INK_CHECK(lru != nullptr);
   const bool media = !job->params.rows.empty();
+  const bool speculate =
+      opts_.draft > 0 && !job->params.sampling.logprobs && !media && !job->params.constrained;
+  // A speculative job needs its decoder's state as well as the trunk's: a cache entry that has
+  // both (a free slot's live state never has the decoder's).
+  if (speculate) live = nullptr;
   const size_t live_len = live ? live->history.size() : 0;
-  const PrefixCache::Entry* hit = cache_.lookup(key, prompt.size() - 1, ++tick_);
+  const PrefixCache::Entry* hit = cache_.lookup(key, prompt.size() - 1, ++tick_, speculate);
   Slot* s = live ? live : lru;
   if (hit && hit->tokens.size() > live_len) {
     s = lru;
-    s->session->restore(*hit->snap);
-    s->history = hit->tokens;
-  } else if (!live) {
-    s->session->reset();
+    s->session->reset();  // the decoder is made on an empty session, then both are restored
     s->history.clear();
+  } else {
+    hit = nullptr;
+    if (!live) {
+      s->session->reset();
+      s->history.clear();
+    }
   }
-  const bool speculate =
-      opts_.draft > 0 && !job->params.sampling.logprobs && !media && !job->params.constrained;
   if (speculate) {
-    // The decoder starts from an empty session and owns the depths' state: no prefix reuse.
-    s->session->reset();
-    s->history.clear();
     auto d = SpeculativeDecoder::create(*s->session, opts_.draft, opts_.draft_vocab);
     if (!d.ok()) {
       job->finish("error", d.status().message());
       return;
     }
     s->spec = std::move(d).value();
-    s->spec_started = false;
+  }
+  if (hit) {
+    s->session->restore(*hit->snap);
+    s->history = hit->tokens;
+    if (s->spec) {
+      if (const Status st = s->spec->restore(*hit->spec); !st.ok()) {
+        s->spec.reset();
+        s->session->reset();
+        s->history.clear();
+        job->finish("error", st.message());
+        return;
+      }
+    }
   }
   s->job = std::move(job);
   const JobParams& p = s->job->params;
@@ -232,10 +248,13 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
 
 void Scheduler::snapshot_to_cache(Slot& s) {
   auto snap = s.session->snapshot();
-  // Everything the entry keeps alive: the snapshot's buffers, the token key, the entry itself.
-  const size_t bytes =
-      snapshot_bytes(*snap) + s.history.size() * sizeof(int32_t) + sizeof(PrefixCache::Entry);
-  cache_.insert(s.history, std::move(snap), bytes, ++tick_);
+  // A speculative job's prompt: its decoder's state too (only before its first token, when the
+  // decoder's tokens are the history).
+  auto spec = s.spec && !s.spec->started() ? s.spec->snapshot() : nullptr;
+  // Everything the entry keeps alive: the snapshots' buffers, the token key, the entry itself.
+  const size_t bytes = snapshot_bytes(*snap) + (spec ? snapshot_bytes(*spec) : 0) +
+                       s.history.size() * sizeof(int32_t) + sizeof(PrefixCache::Entry);
+  cache_.insert(s.history, std::move(snap), bytes, ++tick_, std::move(spec));
 }
 
 void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::string& error) {
@@ -246,7 +265,6 @@ void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::strin
     // A round may have run past the job's end: the session's state is not its history, so it
     // is neither cached nor reused.
     s.spec.reset();
-    s.spec_started = false;
     s.session->reset();
     s.history.clear();
   } else if (reason == "error") {
@@ -302,7 +320,7 @@ bool Scheduler::step() {
   int64_t budget = std::max<int64_t>(opts_.batch_tokens - n_decode, 1);
   for (auto& sp : slots_) {
     Slot& s = *sp;
-    if (!s.job || s.spec || s.prefill_pos >= s.job->params.prompt.size() || budget <= 0) continue;
+    if (!s.job || s.prefill_pos >= s.job->params.prompt.size() || budget <= 0) continue;
     const auto& p = s.job->params;
     while (s.next_snap < p.snapshot_at.size() &&
            size_t(p.snapshot_at[s.next_snap]) <= s.prefill_pos)
@@ -348,13 +366,28 @@ bool Scheduler::step() {
       s.history.insert(s.history.end(), inputs[i].begin(), inputs[i].end());
     }
     if (s.prefill_pos < p.prompt.size()) {
+      if (s.spec) {  // the depths over the rows these tokens complete
+        if (const Status sp = s.spec->prefilled(inputs[i]); !sp.ok()) {
+          finish_slot(s, "error", sp.message());
+          continue;
+        }
+      }
       s.prefill_pos += inputs[i].size();
       const bool at_boundary =
           s.next_snap < p.snapshot_at.size() && size_t(p.snapshot_at[s.next_snap]) == s.prefill_pos;
       if (at_boundary && int64_t(s.prefill_pos) >= opts_.min_snapshot_tokens &&
-          !cache_.contains(s.history))
+          !cache_.contains(s.history, s.spec != nullptr))
         snapshot_to_cache(s);
       if (s.prefill_pos < p.prompt.size()) continue;
+      if (s.spec) {  // the first token starts the decoder's rounds
+        TokenEvent ev = s.sampler->next(s.session->last_logits());
+        if (const Status sp = s.spec->begin(ev.id); !sp.ok()) {
+          finish_slot(s, "error", sp.message());
+          continue;
+        }
+        on_token(s, std::move(ev));
+        continue;
+      }
     }
     on_token(s, s.sampler->next(s.session->last_logits()));
   }
@@ -395,31 +428,14 @@ bool Scheduler::step_speculative() {
   std::vector<SpeculativeDecoder*> decs;
   std::vector<Sampler*> samplers;
   std::vector<Slot*> in_round;
-  bool ran = false;
   for (auto& sp : slots_) {
     Slot& s = *sp;
-    if (!s.job || !s.spec) continue;
-    if (!s.spec_started) {
-      // The prompt through the trunk and the depths, and the first token (not batched).
-      const auto& prompt = s.job->params.prompt;
-      auto first = s.spec->start(prompt, *s.sampler);
-      ran = true;
-      if (!first.ok()) {
-        finish_slot(s, "error", first.status().message());
-        continue;
-      }
-      s.spec_started = true;
-      s.history = prompt;
-      s.prefill_pos = prompt.size();
-      metrics_->prefill_tokens += uint64_t(prompt.size());
-      on_token(s, token_event(first.value()));
-      continue;
-    }
+    if (!s.job || !s.spec || !s.spec->started()) continue;
     decs.push_back(s.spec.get());
     samplers.push_back(s.sampler.get());
     in_round.push_back(&s);
   }
-  if (decs.empty()) return ran;
+  if (decs.empty()) return false;
   std::vector<SpeculativeStats> before;
   for (auto* d : decs) before.push_back(d->stats());
   const auto t0 = std::chrono::steady_clock::now();

@@ -39,6 +39,10 @@ struct SpeculativeStats {
   }
 };
 
+class SpeculativeSnapshot;
+// Bytes a decoder snapshot holds (what a cache of them counts).
+size_t snapshot_bytes(const SpeculativeSnapshot& snap);
+
 class SpeculativeDecoder {
  public:
   // `session` must be empty (position 0) and outlive the decoder, which drives its trunk from
@@ -56,6 +60,22 @@ class SpeculativeDecoder {
   // drawn by sampler.next() from the trunk's logits. The sampler must have seen set_prompt();
   // it is told every token the decoder produces (as next() would).
   Result<int32_t> start(std::span<const int32_t> prompt, Sampler& sampler);
+  // The prompt run from outside instead (a server batching many sessions): until begin(), every
+  // Engine::step over the session also keeps the trunk's hidden rows for the depths, and
+  // prefilled() commits the tokens that step ran there (in order, all of them) and runs each
+  // depth over the rows those tokens complete. Then begin() with the first generated token
+  // (drawn by the caller from the session's logits, which the sampler must have been told)
+  // starts the rounds. Errors: called after begin(), or the session ran tokens some other way.
+  Status prefilled(std::span<const int32_t> tokens);
+  Status begin(int32_t first);
+  bool started() const;
+  // Before begin(): the decoder's state (committed tokens, the depths' caches and the rows they
+  // still read) as a snapshot. With the session's own snapshot at the same position it resumes
+  // a later request that shares the prefix: restore() into a new decoder (same K and draft
+  // vocabulary) after Session::restore(). Errors name the mismatch.
+  std::shared_ptr<const SpeculativeSnapshot> snapshot() const;
+  Status restore(const SpeculativeSnapshot& snap);
+
   // One round: drafts, one verify pass, acceptance. Returns the tokens it produced (1 to K+1,
   // valid until the next call); the last one is the trunk's own. Near the context limit a round
   // drafts fewer tokens; at the limit it fails like Session::decode.

@@ -77,39 +77,44 @@ SequenceState SequenceState::fresh(const ModelConfig& c, int64_t chunk, KvType k
   return s;
 }
 
+LayerCache LayerCache::compact_copy(int64_t pos) const {
+  LayerCache c;
+  c.type = type;
+  c.row = row;
+  c.ring = ring;
+  // Rows [0, used) are the ones written: positions 0..pos-1, or the whole ring once it wrapped.
+  const int64_t used = ring ? std::min(pos, ring) : pos;
+  const size_t n = std::min(k.size(), size_t(used * row));
+  c.k.assign(k.begin(), k.begin() + ptrdiff_t(n));
+  c.v.assign(v.begin(), v.begin() + ptrdiff_t(n));
+  const size_t n16 = std::min(k16.size(), size_t(used * row));
+  c.k16.assign(k16.begin(), k16.begin() + ptrdiff_t(n16));
+  c.v16.assign(v16.begin(), v16.begin() + ptrdiff_t(n16));
+  c.conv_k = conv_k;
+  c.conv_v = conv_v;
+  c.conv_attn = conv_attn;
+  c.conv_mlp = conv_mlp;
+  return c;
+}
+
+size_t LayerCache::bytes() const {
+  return (k.size() + v.size() + conv_k.size() + conv_v.size() + conv_attn.size() +
+          conv_mlp.size()) *
+             4 +
+         (k16.size() + v16.size()) * 2;
+}
+
 SequenceState SequenceState::compact_copy() const {
   SequenceState s;
   s.pos = pos;
   s.layers.reserve(layers.size());
-  for (const LayerCache& l : layers) {
-    LayerCache c;
-    c.type = l.type;
-    c.row = l.row;
-    c.ring = l.ring;
-    // Rows [0, used) are the ones written: positions 0..pos-1, or the whole ring once it wrapped.
-    const int64_t used = l.ring ? std::min(pos, l.ring) : pos;
-    const size_t n = std::min(l.k.size(), size_t(used * l.row));
-    c.k.assign(l.k.begin(), l.k.begin() + ptrdiff_t(n));
-    c.v.assign(l.v.begin(), l.v.begin() + ptrdiff_t(n));
-    const size_t n16 = std::min(l.k16.size(), size_t(used * l.row));
-    c.k16.assign(l.k16.begin(), l.k16.begin() + ptrdiff_t(n16));
-    c.v16.assign(l.v16.begin(), l.v16.begin() + ptrdiff_t(n16));
-    c.conv_k = l.conv_k;
-    c.conv_v = l.conv_v;
-    c.conv_attn = l.conv_attn;
-    c.conv_mlp = l.conv_mlp;
-    s.layers.push_back(std::move(c));
-  }
+  for (const LayerCache& l : layers) s.layers.push_back(l.compact_copy(pos));
   return s;
 }
 
 size_t SequenceState::bytes() const {
   size_t n = 0;
-  for (const auto& l : layers)
-    n += (l.k.size() + l.v.size() + l.conv_k.size() + l.conv_v.size() + l.conv_attn.size() +
-          l.conv_mlp.size()) *
-             4 +
-         (l.k16.size() + l.v16.size()) * 2;
+  for (const auto& l : layers) n += l.bytes();
   return n;
 }
 

@@ -39,6 +39,9 @@ struct LayerCache {
 
   // An empty cache for one layer of geometry `l` (sliding: a ring of R-1+chunk rows).
   static LayerCache fresh(const ModelConfig& c, const LayerSpec& l, int64_t chunk, KvType kv);
+  // A copy holding only the rows positions [0, pos) wrote (or the whole ring once it wrapped).
+  LayerCache compact_copy(int64_t pos) const;
+  size_t bytes() const;  // of the buffers' current sizes
   // Sets the four conv states to those after the first `keep` rows of the traced call.
   void rewind_convs(const ConvTrace& t, int64_t keep, int64_t taps);
 };

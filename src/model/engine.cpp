@@ -502,6 +502,13 @@ Status Engine::step(std::span<Session* const> sessions,
       const bool last = done[i] + size_t(n) == inputs[i].size();
       segs.push_back(Segment{&si.state, inputs[i].data() + done[i], n,
                              last ? si.logits.data() : nullptr, false});
+      if (si.hidden_sink) {  // a speculative decoder's prefill: every row's normed hidden
+        const size_t at = si.hidden_sink->size();
+        si.hidden_sink->resize(at + size_t(n * c.hidden));
+        segs.back().all_positions = true;
+        segs.back().last_logits_only = true;
+        segs.back().hidden_normed = si.hidden_sink->data() + at;
+      }
       if (i < rows.size() && !rows[i].empty()) segs.back().embeds = rows[i].data() + done[i];
       done[i] += size_t(n);
       room -= n;

@@ -21,6 +21,9 @@ struct Session::Impl {
   int64_t max_context = 0;
   ActivationObserver* observer = nullptr;
   KvType kv = KvType::kF32;
+  // Set by a speculative decoder that has not started: Engine::step appends the trunk's normed
+  // hidden rows of every token it runs here (the depths read them). Null: none kept.
+  std::vector<float>* hidden_sink = nullptr;
 };
 
 // Input checks of every call that feeds tokens: not empty, within max_context (0 = no limit)

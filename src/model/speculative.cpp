@@ -70,6 +70,7 @@ struct SpeculativeDecoder::Impl {
   std::vector<int32_t> tok;             // a depth call's input tokens
   std::vector<int32_t> out;
   SpeculativeStats stats;
+  bool begun = false;  // ids.back() is the pending token (before: the prompt so far, no pending)
   // The round in flight (propose -> verify forward -> accept).
   int64_t k = 0;
   bool greedy = true;
@@ -87,6 +88,8 @@ struct SpeculativeDecoder::Impl {
   }
   void run_depth(int i, int64_t from, int64_t to, bool logits, ConvTrace* trace = nullptr);
   void draft(int i, bool greedy, Sampler& sampler);
+  void catch_up();
+  void drop_trunk_rows(int64_t P);
   Status propose(Sampler& sampler);
   void accept(Sampler& sampler);
 };
@@ -152,8 +155,133 @@ void SpeculativeDecoder::Impl::draft(int i, bool greedy, Sampler& sampler) {
   drafts.push_back(x);
 }
 
+// Before the first token: every depth over the rows whose tokens the prompt so far holds (depth
+// i at row p reads the token at p+1+i), committed at once; the trunk rows depth 0 has read go.
+void SpeculativeDecoder::Impl::catch_up() {
+  const int64_t T = int64_t(ids.size());
+  for (int i = 0; i < int(depths.size()); ++i) {
+    Depth& d = depths[size_t(i)];
+    const int64_t last = T - 2 - i;
+    if (last < d.cpos) continue;
+    run_depth(i, d.cpos, last, false);
+    d.cpos = last + 1;
+    d.save();
+  }
+  drop_trunk_rows(T);
+}
+
+// The trunk hidden rows before min(P, depth 0's committed rows) are read no more.
+void SpeculativeDecoder::Impl::drop_trunk_rows(int64_t P) {
+  const int64_t need = std::max(th_start, depths.empty() ? P : std::min(P, depths[0].cpos));
+  th.erase(th.begin(), th.begin() + (need - th_start) * H);
+  th_start = need;
+}
+
+// What snapshot() keeps: the committed tokens, the trunk rows depth 0 still reads, and each
+// depth's cache (rows in use), committed count and the outputs the next depth still reads.
+class SpeculativeSnapshot {
+ public:
+  struct DepthState {
+    LayerCache cache;
+    int64_t cpos = 0;
+    std::vector<float> y;
+    int64_t y_start = 0;
+  };
+  int K = 0;
+  int64_t Vd = 0;
+  std::vector<int32_t> ids;
+  std::vector<float> th;
+  int64_t th_start = 0;
+  std::vector<DepthState> depths;
+};
+
+size_t snapshot_bytes(const SpeculativeSnapshot& snap) {
+  size_t n = sizeof(SpeculativeSnapshot) + snap.ids.size() * 4 + snap.th.size() * 4;
+  for (const auto& d : snap.depths) n += sizeof(d) + d.cache.bytes() + d.y.size() * 4;
+  return n;
+}
+
 SpeculativeDecoder::SpeculativeDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-SpeculativeDecoder::~SpeculativeDecoder() = default;
+SpeculativeDecoder::~SpeculativeDecoder() {
+  if (impl_ && impl_->s->hidden_sink == &impl_->th) impl_->s->hidden_sink = nullptr;
+}
+
+bool SpeculativeDecoder::started() const {
+  return impl_->begun;
+}
+
+Status SpeculativeDecoder::prefilled(std::span<const int32_t> tokens) {
+  Impl& d = *impl_;
+  if (d.begun) return Status::error("[speculative] prefilled: the decoder has already begun");
+  const int64_t T = int64_t(d.ids.size() + tokens.size());
+  const int64_t rows = d.th_start + int64_t(d.th.size()) / d.H;
+  if (d.s->state.pos != T || rows != T)
+    return Status::error("[speculative] prefilled: the session holds " +
+                         std::to_string(d.s->state.pos) + " tokens and the decoder has " +
+                         std::to_string(rows) + " hidden rows for " + std::to_string(T) +
+                         " (run the prompt through Engine::step while the decoder exists)");
+  d.ids.insert(d.ids.end(), tokens.begin(), tokens.end());
+  d.catch_up();
+  return Status::success();
+}
+
+Status SpeculativeDecoder::begin(int32_t first) {
+  Impl& d = *impl_;
+  if (d.begun) return Status::error("[speculative] begin: the decoder has already begun");
+  if (d.ids.empty() || d.s->state.pos != int64_t(d.ids.size()))
+    return Status::error("[speculative] begin: the session holds " +
+                         std::to_string(d.s->state.pos) + " tokens, the decoder " +
+                         std::to_string(d.ids.size()) + " (prefilled() every prompt token first)");
+  if (first < 0 || first >= d.V)
+    return Status::error("[speculative] begin: token " + std::to_string(first) +
+                         " is outside the vocabulary");
+  d.ids.push_back(first);
+  d.begun = true;
+  if (d.s->hidden_sink == &d.th) d.s->hidden_sink = nullptr;
+  return Status::success();
+}
+
+std::shared_ptr<const SpeculativeSnapshot> SpeculativeDecoder::snapshot() const {
+  const Impl& d = *impl_;
+  if (d.begun) return nullptr;
+  auto snap = std::make_shared<SpeculativeSnapshot>();
+  snap->K = d.K;
+  snap->Vd = d.Vd;
+  snap->ids = d.ids;
+  snap->th = d.th;
+  snap->th_start = d.th_start;
+  for (const Depth& x : d.depths)
+    snap->depths.push_back({x.cache.compact_copy(x.cpos), x.cpos, x.y, x.y_start});
+  return snap;
+}
+
+Status SpeculativeDecoder::restore(const SpeculativeSnapshot& snap) {
+  Impl& d = *impl_;
+  if (d.begun || !d.ids.empty())
+    return Status::error("[speculative] restore: the decoder has already run tokens");
+  if (snap.K != d.K || snap.Vd != d.Vd)
+    return Status::error("[speculative] restore: the snapshot has " + std::to_string(snap.K) +
+                         " drafts over " + std::to_string(snap.Vd) + " ids, the decoder " +
+                         std::to_string(d.K) + " over " + std::to_string(d.Vd));
+  if (d.s->state.pos != int64_t(snap.ids.size()))
+    return Status::error("[speculative] restore: the session holds " +
+                         std::to_string(d.s->state.pos) + " tokens, the snapshot " +
+                         std::to_string(snap.ids.size()) + " (restore the session first)");
+  d.ids = snap.ids;
+  d.th = snap.th;
+  d.th_start = snap.th_start;
+  for (size_t i = 0; i < d.depths.size(); ++i) {
+    Depth& x = d.depths[i];
+    const SpeculativeSnapshot::DepthState& y = snap.depths[i];
+    x.cache = y.cache;
+    x.cpos = y.cpos;
+    x.y = y.y;
+    x.y_start = y.y_start;
+    x.draft_from = -1;
+    x.save();
+  }
+  return Status::success();
+}
 
 int SpeculativeDecoder::n_draft() const {
   return impl_->K;
@@ -188,6 +316,8 @@ Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(Session& 
   if (s->state.pos != 0)
     return Status::error("[speculative] the session must be empty (it holds " +
                          std::to_string(s->state.pos) + " tokens)");
+  if (s->hidden_sink)
+    return Status::error("[speculative] the session already has a decoder that has not begun");
   auto impl = std::make_unique<Impl>();
   impl->s = s;
   impl->m = &m;
@@ -208,6 +338,7 @@ Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(Session& 
   impl->vhidden.resize(size_t((n_draft + 1) * impl->H));
   impl->stats.drafted.assign(size_t(n_draft), 0);
   impl->stats.accepted.assign(size_t(n_draft), 0);
+  s->hidden_sink = &impl->th;  // until begin(): Engine::step keeps the trunk rows here
   return std::unique_ptr<SpeculativeDecoder>(new SpeculativeDecoder(std::move(impl)));
 }
 
@@ -215,7 +346,7 @@ Result<int32_t> SpeculativeDecoder::start(std::span<const int32_t> prompt, Sampl
   Impl& d = *impl_;
   Session::Impl& s = *d.s;
   const ModelConfig& c = d.m->config;
-  if (!d.ids.empty() || s.state.pos != 0)
+  if (d.begun || !d.ids.empty() || s.state.pos != 0)
     return Status::error("[speculative] start: the decoder has already started");
   INK_RETURN_IF_ERROR(check_tokens(c, prompt, 0, s.max_context));
   if (s.max_context > 0 && int64_t(prompt.size()) + 1 > s.max_context)
@@ -235,8 +366,9 @@ Result<int32_t> SpeculativeDecoder::start(std::span<const int32_t> prompt, Sampl
     forward_batch(*d.m, &seg, 1, s.scratch, s.pool, s.observer);
   }
   d.ids.assign(prompt.begin(), prompt.end());
+  d.catch_up();
   const int32_t first = sampler.next(s.logits).id;
-  d.ids.push_back(first);
+  INK_RETURN_IF_ERROR(begin(first));
   return first;
 }
 
@@ -244,7 +376,7 @@ Result<int32_t> SpeculativeDecoder::start(std::span<const int32_t> prompt, Sampl
 Status SpeculativeDecoder::Impl::propose(Sampler& sampler) {
   Impl& d = *this;
   Session::Impl& s = *d.s;
-  if (d.ids.empty()) return Status::error("[speculative] step before start");
+  if (!d.begun) return Status::error("[speculative] step before start");
   const int64_t P = d.P();
   int64_t k = d.K;
   if (s.max_context > 0) {
@@ -349,9 +481,7 @@ void SpeculativeDecoder::Impl::accept(Sampler& sampler) {
   }
 
   // Trunk hidden rows for depth 0: drop the ones it has run, append the kept ones.
-  const int64_t need = d.depths.empty() ? P : std::min(P, d.depths[0].cpos);
-  d.th.erase(d.th.begin(), d.th.begin() + (need - d.th_start) * d.H);
-  d.th_start = need;
+  d.drop_trunk_rows(P);
   d.th.insert(d.th.end(), d.vhidden.begin(), d.vhidden.begin() + keep * d.H);
   for (int64_t j = 0; j < a; ++j) d.ids.push_back(d.drafts[size_t(j)]);
   d.ids.push_back(d.out.back());

@@ -216,6 +216,135 @@ TEST(Speculative, BatchedRoundsMatchPlainGreedy) {
   EXPECT_FALSE(SpeculativeDecoder::step_batch(twice, two).ok());
 }
 
+// The prompt run from outside (Engine::step in pieces, beside another session) and committed
+// with prefilled(), or resumed from a pair of snapshots taken part-way: the greedy output is
+// plain greedy's, as with start(). Misuse is one error each.
+std::vector<int32_t> spec_after(Engine& e, Session& s, SpeculativeDecoder& d,
+                                const std::vector<int32_t>& prompt, size_t from, size_t n,
+                                std::vector<size_t> pieces, SpeculativeStats* stats) {
+  SamplingParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp);
+  sampler.set_prompt(prompt);
+  auto other = e.new_session();  // batched beside an unrelated prompt
+  for (size_t at = from, i = 0; at < prompt.size(); ++i) {
+    const size_t len = std::min(pieces[i % pieces.size()], prompt.size() - at);
+    const std::span<const int32_t> piece(prompt.data() + at, len);
+    std::vector<Session*> ss = {&s, other.get()};
+    std::vector<std::span<const int32_t>> in = {piece, std::span<const int32_t>(prompt.data(), 2)};
+    EXPECT_TRUE(e.step(ss, in).ok());
+    const Status st = d.prefilled(piece);
+    EXPECT_TRUE(st.ok()) << st.message();
+    at += len;
+  }
+  const int32_t first = sampler.next(s.last_logits()).id;
+  EXPECT_TRUE(d.begin(first).ok());
+  EXPECT_TRUE(d.started());
+  std::vector<int32_t> out{first};
+  while (out.size() < n) {
+    auto toks = d.step(sampler);
+    EXPECT_TRUE(toks.ok()) << toks.status().message();
+    if (!toks.ok()) break;
+    out.insert(out.end(), toks->begin(), toks->end());
+  }
+  out.resize(n);
+  *stats = d.stats();
+  return out;
+}
+
+// Same rounds: same drafts proposed and accepted at every position.
+void expect_same_rounds(const SpeculativeStats& a, const SpeculativeStats& b,
+                        const std::string& what) {
+  EXPECT_EQ(a.rounds, b.rounds) << what;
+  EXPECT_EQ(a.tokens, b.tokens) << what;
+  EXPECT_EQ(a.accepted, b.accepted) << what;
+}
+
+TEST(Speculative, PrefillFromOutsideAndSnapshotsMatchPlainGreedy) {
+  const std::string ref = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/";
+  const bool demo = std::filesystem::exists(kDemo + "/model.safetensors");
+  for (const std::string& dir : {kMulti, kDemo}) {
+    if (dir == kDemo && !demo) continue;
+    const auto prompt = dir == kMulti ? json_ids(read_json(kMulti + "/ref.json"), "prompt_ids")
+                                      : json_ids(read_json(ref + "prompt.json"), "prompt_ids");
+    ASSERT_GE(prompt.size(), 8u);
+    for (int64_t chunk : {int64_t(256), int64_t(5)}) {
+      auto e = Engine::load(dir, EngineOptions{2, chunk});
+      ASSERT_TRUE(e.ok()) << e.status().message();
+      Engine& en = *e.value();
+      const size_t n = 48;
+      const auto want = plain_greedy(en, prompt, n);
+      const int depths = dir == kMulti ? 3 : 2;
+      for (int k = 1; k <= depths; ++k) {
+        const std::string what =
+            dir + " K=" + std::to_string(k) + " chunk " + std::to_string(chunk);
+        auto s = en.new_session();
+        auto d = SpeculativeDecoder::create(*s, k);
+        ASSERT_TRUE(d.ok()) << d.status().message();
+        EXPECT_FALSE(d.value()->started());
+        SpeculativeStats st0, st1, st2, st3;
+        EXPECT_EQ(spec_greedy(en, prompt, n, k, &st0), want) << what;
+        EXPECT_EQ(spec_after(en, *s, *d.value(), prompt, 0, n, {3, 1, 7}, &st1), want) << what;
+        // The depths read the rows they would have read in start(): the same drafts are made
+        // (the kernels are row-count invariant up to 16 rows, the pieces' size here).
+        expect_same_rounds(st1, st0, what + " from outside vs start()");
+        if (dir == kDemo) {
+          EXPECT_GT(st1.acceptance(0), 0.3) << what;
+        }
+
+        // Half the prompt, both snapshots; a new session and decoder resume from them.
+        const size_t half = prompt.size() / 2;
+        auto s1 = en.new_session();
+        auto d1 = std::move(SpeculativeDecoder::create(*s1, k)).value();
+        const std::vector<int32_t> head(prompt.begin(), prompt.begin() + std::ptrdiff_t(half));
+        ASSERT_TRUE(s1->prefill(head).ok());
+        // The session ran tokens the decoder did not see (Session::prefill keeps no rows).
+        EXPECT_FALSE(d1->prefilled(head).ok()) << what;
+        auto s2 = en.new_session();
+        auto d2 = std::move(SpeculativeDecoder::create(*s2, k)).value();
+        std::vector<Session*> ss = {s2.get()};
+        std::vector<std::span<const int32_t>> in = {head};
+        ASSERT_TRUE(en.step(ss, in).ok());
+        ASSERT_TRUE(d2->prefilled(head).ok());
+        const auto snap = s2->snapshot();
+        const auto spec = d2->snapshot();
+        ASSERT_TRUE(spec);
+        EXPECT_GT(snapshot_bytes(*spec), 0u);
+        auto s3 = en.new_session();
+        auto d3 = std::move(SpeculativeDecoder::create(*s3, k)).value();
+        EXPECT_FALSE(d3->restore(*spec).ok()) << "the session is not restored yet";
+        s3->restore(*snap);
+        ASSERT_TRUE(d3->restore(*spec).ok());
+        EXPECT_EQ(spec_after(en, *s3, *d3, prompt, half, n, {4}, &st3), want) << what << " resumed";
+        // The snapshot's own decoder goes on the same, round for round.
+        EXPECT_EQ(spec_after(en, *s2, *d2, prompt, half, n, {4}, &st2), want)
+            << what << " original";
+        expect_same_rounds(st3, st2, what + " resumed vs original");
+        expect_same_rounds(st3, st0, what + " resumed vs start()");
+        // Misuse after the start: prefilled, begin, snapshot, restore.
+        EXPECT_FALSE(d2->prefilled(head).ok());
+        EXPECT_FALSE(d2->begin(1).ok());
+        EXPECT_EQ(d2->snapshot(), nullptr);
+        EXPECT_FALSE(d2->restore(*spec).ok());
+        if (k < depths) {  // another draft count
+          auto s4 = en.new_session();
+          auto d4 = std::move(SpeculativeDecoder::create(*s4, k + 1)).value();
+          s4->restore(*snap);
+          EXPECT_FALSE(d4->restore(*spec).ok());
+        }
+      }
+      // A second decoder on a session whose first has not begun; none once it has gone.
+      auto s5 = en.new_session();
+      {
+        auto d5 = SpeculativeDecoder::create(*s5, 1);
+        ASSERT_TRUE(d5.ok());
+        EXPECT_FALSE(SpeculativeDecoder::create(*s5, 1).ok());
+      }
+      EXPECT_TRUE(SpeculativeDecoder::create(*s5, 1).ok());
+    }
+  }
+}
+
 // What greedy identity rests on: a verify-style segment of n rows (teacher-forced, after a
 // prompt) gives every row bitwise the logits of one decode step per token, for n up to 16 (the
 // kernels are row-count invariant: ops/formats.h), on the MTP fixture, the dense and quantized

@@ -1,7 +1,8 @@
 // `inkling serve --draft K` on the demo model (two trained MTP depths): speculative slots decode
 // together (one verify pass per round over every slot), their answers at temperature 0 equal a
 // plain server's, a request asking for logprobs still gets them (it decodes plainly), and
-// /metrics reports rounds, tokens per round and acceptance per draft position.
+// /metrics reports rounds, tokens per round and acceptance per draft position; a speculative
+// conversation's next turn restores its prefix (trunk and depths) from the prefix cache.
 #include <httplib.h>
 
 #include <gtest/gtest.h>
@@ -64,6 +65,47 @@ TEST(ServerDraft, SameAnswersAsPlainAndAcceptanceInMetrics) {
       testing::metric_value(spec.port(), "inkling_speculative_acceptance\\{position=\"0\"\\}"),
       0.0);
   EXPECT_EQ(testing::metric_value(plain.port(), "inkling_speculative_rounds_total"), 0);
+  EXPECT_EQ(spec.stop(), 0);
+  EXPECT_EQ(plain.stop(), 0);
+}
+
+// A speculative request's prompt runs in the batched steps and snapshots its decoder with the
+// trunk at the turn boundaries, so the next turn of the conversation (also speculative) restores
+// both and prefills only the rest; the answers stay a plain server's.
+TEST(ServerDraft, SpeculativeTurnsReuseThePrefixCache) {
+  if (!std::filesystem::exists(kDraftDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  testing::ServerProcess plain({"--ctx-size", "1024", "--parallel", "2"}, kDraftDemo);
+  testing::ServerProcess spec({"--ctx-size", "1024", "--parallel", "2", "--draft", "2"},
+                              kDraftDemo);
+  ASSERT_GT(plain.port(), 0);
+  ASSERT_GT(spec.port(), 0);
+  json msgs = json::array(
+      {{{"role", "system"},
+        {"content", "You are a careful storyteller who answers in verse about light and rivers."}},
+       {{"role", "user"}, {"content", "Give me a verse about light"}}});
+  auto chat = [&](int port) {
+    json body = {{"model", "inkling-demo"},
+                 {"messages", msgs},
+                 {"temperature", 0},
+                 {"max_tokens", 40},
+                 {"reasoning_effort", "none"}};
+    int status = 0;
+    json r = testing::post_json(port, "/v1/chat/completions", body, &status);
+    EXPECT_EQ(status, 200) << r.dump();
+    return r;
+  };
+  const json a1 = chat(spec.port());
+  EXPECT_EQ(a1["choices"][0]["message"], chat(plain.port())["choices"][0]["message"]);
+  msgs.push_back({{"role", "assistant"}, {"content", "Light on the water."}});
+  msgs.push_back({{"role", "user"}, {"content", "Tell me a fortune"}});
+  const json a2 = chat(spec.port());
+  EXPECT_GT(a2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 10) << a2.dump();
+  EXPECT_EQ(a2["choices"][0]["message"], chat(plain.port())["choices"][0]["message"]);
+  EXPECT_GT(testing::metric_value(spec.port(), "inkling_prefix_cache_hits_total"), 0);
+  EXPECT_GT(testing::metric_value(spec.port(), "inkling_speculative_rounds_total"), 0);
+  EXPECT_GT(
+      testing::metric_value(spec.port(), "inkling_speculative_acceptance\\{position=\"0\"\\}"),
+      0.0);
   EXPECT_EQ(spec.stop(), 0);
   EXPECT_EQ(plain.stop(), 0);
 }

@@ -2,6 +2,8 @@
 // names its field and status), stop strings across token boundaries, SSE framing, prefix cache.
 #include <gtest/gtest.h>
 
+#include "inkling/speculative.h"
+
 #include "server/api_types.h"
 #include "server/output.h"
 #include "server/prefix_cache.h"
@@ -261,6 +263,36 @@ TEST(ServerPrefixCache, LongestPrefixWithinLimitAndLru) {
   EXPECT_TRUE(c.contains(std::vector<int32_t>{1, 2, 3}));
   EXPECT_LE(c.bytes(), 300u);
   EXPECT_EQ(common_prefix(std::vector<int32_t>{1, 2, 3}, std::vector<int32_t>{1, 2, 4}), 2u);
+}
+
+// Entries with a speculative decoder's state: only those serve a lookup that needs one; the same
+// tokens taken again with the state replace an entry without it (and the bytes follow).
+TEST(ServerPrefixCache, DecoderStateEntries) {
+  auto e = Engine::load(std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/mtp/multi");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  auto session = e.value()->new_session();
+  auto dec = SpeculativeDecoder::create(*session, 1);
+  ASSERT_TRUE(dec.ok()) << dec.status().message();
+  const std::shared_ptr<const SpeculativeSnapshot> spec = dec.value()->snapshot();
+  ASSERT_TRUE(spec);
+  PrefixCache c(1000);
+  c.insert({1, 2, 3}, nullptr, 100, 1);
+  c.insert({1, 2}, nullptr, 100, 2, spec);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4};
+  EXPECT_EQ(c.lookup(prompt, 3, 3)->tokens.size(), 3u);
+  EXPECT_EQ(c.lookup(prompt, 3, 4, true)->tokens.size(), 2u);
+  EXPECT_FALSE(c.contains(std::vector<int32_t>{1, 2, 3}, true));
+  EXPECT_TRUE(c.contains(std::vector<int32_t>{1, 2, 3}));
+  c.insert({1, 2, 3}, nullptr, 300, 5, spec);  // upgraded in place of the plain entry
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.bytes(), 400u);
+  const auto* hit = c.lookup(prompt, 3, 6, true);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->tokens.size(), 3u);
+  EXPECT_EQ(hit->spec, spec);
+  c.insert({1, 2, 3}, nullptr, 50, 7);  // an entry that has the state keeps it
+  EXPECT_EQ(c.bytes(), 400u);
+  EXPECT_TRUE(c.contains(std::vector<int32_t>{1, 2, 3}, true));
 }
 
 }  // namespace
