@@ -71,7 +71,102 @@ float score(const float* w, const float* wt, int n, float nmax, DType t, float s
   return err;
 }
 
+// refit() and score() of up to kLanes candidate ranges at once (their chains interleaved, so a
+// group's search is throughput- instead of latency-bound): every lane's arithmetic, order
+// included, is the scalar functions', so the search picks bitwise what they pick.
+constexpr int kLanes = 4;
+
+struct Candidates {
+  int m = 0;  // lanes in use
+  float l[kLanes], h[kLanes];
+  float s[kLanes], b[kLanes], err[kLanes];
+};
+
+// The codes of each lane's range (as floats: whole numbers 0..255), the least-squares (s, b) of
+// those codes (refit(): sw and sx do not depend on the codes and come in computed once), then
+// their weighted error (score()).
+void evaluate(const float* w, const float* wt, int n, float nmax, DType t, double sw, double sx,
+              Candidates& c) {
+  float iscale[kLanes], lo[kLanes];
+  for (int k = 0; k < kLanes; ++k) {  // unused lanes: codes of a harmless range
+    lo[k] = k < c.m ? c.l[k] : 0.0f;
+    iscale[k] = k < c.m ? nmax / (c.h[k] - c.l[k]) : 0.0f;
+  }
+  double sl[kLanes] = {}, sll[kLanes] = {}, slx[kLanes] = {};
+  for (int j = 0; j < n; ++j) {
+    const double a = wt[j], x = w[j];
+    float q[kLanes];
+    for (int k = 0; k < kLanes; ++k) {
+      const float r = round_even(iscale[k] * (w[j] - lo[k]));
+      q[k] = r < 0.0f ? 0.0f : r;
+      q[k] = nmax < q[k] ? nmax : q[k];
+    }
+    for (int k = 0; k < kLanes; ++k) {
+      const double l = q[k];
+      sl[k] += a * l;
+      sll[k] += a * l * l;
+      slx[k] += a * l * x;
+    }
+  }
+  float sr[kLanes], br[kLanes], inv[kLanes];
+  bool ok[kLanes];
+  for (int k = 0; k < kLanes; ++k) {
+    ok[k] = false;
+    sr[k] = br[k] = inv[k] = 0.0f;
+    if (k >= c.m) continue;
+    const double d = sw * sll[k] - sl[k] * sl[k];
+    if (!(d > 0)) continue;
+    c.s[k] = float((sw * slx[k] - sl[k] * sx) / d);
+    c.b[k] = float((sll[k] * sx - sl[k] * slx[k]) / d);
+    if (!(std::isfinite(c.s[k]) && std::isfinite(c.b[k]) && c.s[k] != 0.0f)) continue;
+    sr[k] = rounded(t, c.s[k]), br[k] = rounded(t, c.b[k]);
+    if (sr[k] == 0.0f || !std::isfinite(sr[k]) || !std::isfinite(br[k])) continue;
+    inv[k] = 1.0f / sr[k];
+    ok[k] = true;
+  }
+  float err[kLanes] = {};
+  for (int j = 0; j < n; ++j)
+    for (int k = 0; k < kLanes; ++k) {
+      float q = round_even((w[j] - br[k]) * inv[k]);
+      q = std::min(std::max(q, 0.0f), nmax);
+      const float e = w[j] - (sr[k] * q + br[k]);
+      err[k] += wt[j] * e * e;
+    }
+  for (int k = 0; k < c.m; ++k)
+    c.err[k] = ok[k] ? err[k] : std::numeric_limits<float>::quiet_NaN();  // NaN: never kept
+}
+
+// evaluate()'s scalar twin: one candidate after the other through the codes, refit() and score().
+void evaluate_scalar(const float* w, const float* wt, int n, float nmax, DType t, double, double,
+                     Candidates& c) {
+  uint8_t qc[kMaxGroup], q[kMaxGroup];
+  for (int k = 0; k < c.m; ++k) {
+    const float iscale = nmax / (c.h[k] - c.l[k]);
+    for (int j = 0; j < n; ++j)
+      qc[j] = uint8_t(std::min(std::max(round_even(iscale * (w[j] - c.l[k])), 0.0f), nmax));
+    c.err[k] = std::numeric_limits<float>::quiet_NaN();
+    if (!refit(w, wt, qc, n, &c.s[k], &c.b[k])) continue;
+    c.err[k] = score(w, wt, n, nmax, t, c.s[k], c.b[k], q);
+  }
+}
+
+using Evaluator = void (*)(const float*, const float*, int, float, DType, double, double,
+                           Candidates&);
+
+bool group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
+                  float* s_out, float* b_out, Evaluator evaluate_candidates);
+
 }  // namespace
+
+bool affine_group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
+                         float* s_out, float* b_out) {
+  return group_search(w, imp, n, bits, scale_dtype, s_out, b_out, evaluate);
+}
+
+bool affine_group_search_scalar(const float* w, const float* imp, int n, int bits,
+                                DType scale_dtype, float* s_out, float* b_out) {
+  return group_search(w, imp, n, bits, scale_dtype, s_out, b_out, evaluate_scalar);
+}
 
 double affine_group_error(const float* w, const float* imp, int n, int bits, float s, float b,
                           DType scale_dtype, uint8_t* q) {
@@ -89,8 +184,10 @@ double affine_group_error(const float* w, const float* imp, int n, int bits, flo
   return err;
 }
 
-bool affine_group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
-                         float* s_out, float* b_out) {
+namespace {
+
+bool group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
+                  float* s_out, float* b_out, Evaluator evaluate_candidates) {
   float s = 0, b = 0;
   if (n > kMaxGroup || !affine_group_mlx(w, n, bits, &s, &b)) return false;
   // Weights: the importance, or 1 where there is none (a group nobody weighs counts evenly).
@@ -127,20 +224,33 @@ bool affine_group_search(const float* w, const float* imp, int n, int bits, DTyp
     float step = (hi - lo) * kClip / float(steps);
     float best_l = lo, best_h = hi, l0 = lo, h0 = hi;
     int a0 = 0, a1 = steps;
-    uint8_t qc[kMaxGroup];
+    // refit()'s sums that do not depend on the codes.
+    double sw = 0, sx = 0;
+    for (int j = 0; j < n; ++j) {
+      const double a = wt[j], x = w[j];
+      sw += a;
+      sx += a * x;
+    }
+    Candidates cand;
+    // The candidates in order, kLanes at a time; the first strictly better one wins a tie, as in
+    // one loop over them.
+    auto flush = [&] {
+      evaluate_candidates(w, wt, n, nmax, scale_dtype, sw, sx, cand);
+      for (int k = 0; k < cand.m; ++k)
+        if (cand.err[k] < best)
+          best = cand.err[k], bs = cand.s[k], bb = cand.b[k], best_l = cand.l[k],
+          best_h = cand.h[k];
+      cand.m = 0;
+    };
     for (int pass = 0; pass < 2; ++pass) {
       for (int a = a0; a <= a1; ++a)
         for (int c = a0; c <= a1; ++c) {
           const float l = l0 + float(a) * step, h = h0 - float(c) * step;
           if (!(h > l)) continue;
-          const float iscale = nmax / (h - l);
-          for (int j = 0; j < n; ++j)
-            qc[j] = uint8_t(std::min(std::max(round_even(iscale * (w[j] - l)), 0.0f), nmax));
-          float s1 = 0, b1 = 0;
-          if (!refit(w, wt, qc, n, &s1, &b1)) continue;
-          const float e = score(w, wt, n, nmax, scale_dtype, s1, b1, q);
-          if (e < best) best = e, bs = s1, bb = b1, best_l = l, best_h = h;
+          cand.l[cand.m] = l, cand.h[cand.m] = h;
+          if (++cand.m == kLanes) flush();
         }
+      if (cand.m) flush();
       polish(bs, bb);  // only the best candidate of each pass is polished
       l0 = best_l, h0 = best_h, step *= 0.25f, a0 = -3, a1 = 3;
     }
@@ -153,6 +263,8 @@ bool affine_group_search(const float* w, const float* imp, int n, int bits, DTyp
   *b_out = bb;
   return true;
 }
+
+}  // namespace
 
 bool affine_quantize_row_weighted(const float* w, const float* imp, int64_t cols, int bits,
                                   int group, DType scale_dtype, uint8_t* codes, uint8_t* scales,

@@ -24,6 +24,10 @@ double affine_group_error(const float* w, const float* imp, int n, int bits, flo
 // store them rounded to scale_dtype. False when a value is NaN or infinite.
 bool affine_group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
                          float* s, float* b);
+// affine_group_search()'s scalar twin (the candidate ranges one after the other): the same s and
+// b bit for bit (tests/quantize).
+bool affine_group_search_scalar(const float* w, const float* imp, int n, int bits,
+                                DType scale_dtype, float* s_out, float* b_out);
 
 // affine_quantize_row() with each group chosen by affine_group_search(); imp: [cols] or null.
 bool affine_quantize_row_weighted(const float* w, const float* imp, int64_t cols, int bits,

@@ -171,3 +171,42 @@ TEST(WeightedAffine, ConstantAndZeroImportanceGroups) {
 
 }  // namespace
 }  // namespace inkling
+
+namespace inkling {
+namespace {
+
+// The search's candidate ranges evaluated kLanes at a time give bitwise its scalar twin's scale
+// and bias: every width, group, scale dtype; no, random, sparse and zero importance; outliers,
+// tiny and constant groups.
+TEST(WeightedAffine, SearchIsBitwiseItsScalarTwin) {
+  std::mt19937 rng(71);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::uniform_real_distribution<float> ud(0.f, 2.f);
+  int checked = 0;
+  for (int bits : {2, 3, 4, 5, 6, 8})
+    for (int n : {32, 64, 128})
+      for (DType dt : {DType::BF16, DType::F16, DType::F32})
+        for (int trial = 0; trial < 12; ++trial) {
+          std::vector<float> w(static_cast<size_t>(n)), imp(static_cast<size_t>(n));
+          const float scale = trial % 4 == 3 ? 1e-3f : trial % 4 == 2 ? 50.f : 0.05f;
+          for (auto& v : w) v = nd(rng) * scale;
+          if (trial % 3 == 1) w[size_t(rng() % unsigned(n))] *= 40.f;  // an outlier
+          if (trial == 11) std::fill(w.begin(), w.end(), 0.25f);       // constant
+          for (auto& v : imp) v = trial % 5 == 4 ? (rng() % 4 ? 0.f : ud(rng)) : ud(rng);
+          if (trial == 7) std::fill(imp.begin(), imp.end(), 0.f);
+          const float* ip = trial % 2 ? imp.data() : nullptr;
+          float s0 = -1, b0 = -1, s1 = -2, b1 = -2;
+          const bool ok0 = affine_group_search(w.data(), ip, n, bits, dt, &s0, &b0);
+          const bool ok1 = affine_group_search_scalar(w.data(), ip, n, bits, dt, &s1, &b1);
+          ASSERT_EQ(ok0, ok1);
+          ASSERT_EQ(f32_to_bits(s0), f32_to_bits(s1))
+              << "bits " << bits << " n " << n << " dtype " << int(dt) << " trial " << trial;
+          ASSERT_EQ(f32_to_bits(b0), f32_to_bits(b1))
+              << "bits " << bits << " n " << n << " dtype " << int(dt) << " trial " << trial;
+          ++checked;
+        }
+  EXPECT_EQ(checked, 6 * 3 * 3 * 12);
+}
+
+}  // namespace
+}  // namespace inkling
