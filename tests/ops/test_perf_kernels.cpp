@@ -102,8 +102,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{DType::BF16, 33, 130, 600, 0, 2}, Shape{DType::F32, 40, 23, 31, 2, 1},
                       Shape{DType::BF16, 100, 50, 777, 0, 2}, Shape{DType::F32, 64, 96, 1024, 0, 2},
                       // several column blocks of the few-token kernel, single chunks, a tail
-                      Shape{DType::BF16, 16, 23, 2532, 5, 2},
-                      Shape{DType::F32, 11, 10, 2100, 0, 1}));
+                      Shape{DType::BF16, 16, 23, 2532, 5, 2}, Shape{DType::F32, 11, 10, 2100, 0, 1},
+                      // the gemm's row chunks: several, the last partial, a range across them
+                      Shape{DType::BF16, 40, 300, 520, 0, 2},
+                      Shape{DType::F32, 24, 260, 264, 0, 1}));
 
 // The dense matvec and gemm on every compiled target this CPU runs (the dispatcher picks one),
 // with token counts whose padded width is not a multiple of 8 on 4-lane targets (a gemm packing
