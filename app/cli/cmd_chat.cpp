@@ -9,8 +9,9 @@
 // /image FILE and /audio FILE attach files to the next message: the tower rows stay with the
 // conversation (one entry per image/audio part of messages_, in order), so later turns render
 // the same placeholders and reuse the previous prompt's state as text-only turns do.
-// With --draft K the answer is decoded speculatively with the model's MTP depths (each turn then
-// re-runs the whole conversation: the speculative decoder starts from an empty session).
+// With --draft K the answer is decoded speculatively with the model's MTP depths; the previous
+// prompt's state is kept for the depths too (SpeculativeDecoder::snapshot), so a turn that
+// extends it runs only its new tokens, as without drafts.
 #include <signal.h>
 
 #include <algorithm>
@@ -107,6 +108,7 @@ class Chat {
   void forget_state() {
     consumed_.clear();
     at_prompt_.reset();
+    at_prompt_spec_.reset();
   }
   // Image and audio parts of a message (each has one entry in media_).
   static size_t media_parts(const ojson& m) {
@@ -172,6 +174,7 @@ class Chat {
   std::unique_ptr<Session> session_;
   std::vector<int32_t> consumed_;  // ids the session holds (the last prompt)
   std::shared_ptr<const SessionSnapshot> at_prompt_;
+  std::shared_ptr<const SpeculativeSnapshot> at_prompt_spec_;  // --draft: the depths' state there
   ojson messages_ = ojson::array();
   std::vector<MediaEmbedding> media_;    // the attachments of messages_, in order
   std::vector<MediaEmbedding> pending_;  // attached for the next message
@@ -337,16 +340,48 @@ void Chat::turn(const std::string& text) {
     forget_state();
   };
   if (a_.draft > 0) {
+    // The decoder is made on an empty session; then the previous prompt's state, the trunk's
+    // and the depths', when this prompt extends it, and the new tokens through Engine::step
+    // (which keeps the trunk rows the depths read).
     session_->reset();
-    forget_state();
     auto d = SpeculativeDecoder::create(*session_, a_.draft, a_.draft_vocab);
     if (!d.ok()) return abandon("error: " + d.status().message());
     spec = std::move(d).value();
+    size_t start = 0;
+    if (at_prompt_ && at_prompt_spec_ && prompt_ids.size() > consumed_.size() &&
+        std::equal(consumed_.begin(), consumed_.end(), prompt_ids.begin())) {
+      session_->restore(*at_prompt_);
+      if (spec->restore(*at_prompt_spec_).ok())
+        start = consumed_.size();
+      else
+        session_->reset();
+    }
+    forget_state();
+    const size_t chunk = 256, n = prompt_ids.size() - start;
+    ProgressBar bar("prompt", int64_t(n), "tokens");
+    for (size_t i = 0; i < n; i += chunk) {
+      const auto ids =
+          std::span<const int32_t>(prompt_ids).subspan(start + i, std::min(chunk, n - i));
+      Session* const one[] = {session_.get()};
+      const std::span<const int32_t> in[] = {ids};
+      Status st = engine_->step(one, in);
+      if (st.ok()) st = spec->prefilled(ids);
+      if (!st.ok()) return abandon("error: " + st.message());
+      bar.update(int64_t(std::min(n, i + chunk)));
+      if (g_sigint) {
+        g_sigint = 0;
+        bar.finish();
+        return abandon("(stopped while reading the prompt; the message was dropped)");
+      }
+    }
+    bar.finish();
+    consumed_ = prompt_ids;
+    at_prompt_ = session_->snapshot();
+    at_prompt_spec_ = spec->snapshot();
     sampler_.set_prompt(prompt_ids);
-    auto f = spec->start(prompt_ids, sampler_);
-    if (!f.ok()) return abandon("error: " + f.status().message());
-    first = f.value();
-    t.prompt_tokens = int64_t(prompt_ids.size());
+    first = sampler_.next(session_->last_logits()).id;
+    if (const Status st = spec->begin(first); !st.ok()) return abandon("error: " + st.message());
+    t.prompt_tokens = int64_t(n);
   } else {
     // Reuse the previous prompt's state when this prompt extends it.
     size_t start = 0;

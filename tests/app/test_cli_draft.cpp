@@ -1,7 +1,7 @@
 // `inkling generate --draft K` as a user runs it: on the demo model (two trained MTP depths) the
 // speculative run prints the same greedy ids as the plain run and reports its acceptance per
 // position and tokens per round in --json; bad K and models without MTP depths fail with one
-// error line and exit code 2.
+// error line and exit code 2; chat with drafts answers as without and reuses the previous prompt.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -70,6 +70,40 @@ TEST(CliDraft, BadDraftCountsFail) {
                    dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("model.mtp.layers.0.input_proj.weight"), std::string::npos) << r.err;
+}
+
+// chat --draft keeps the previous prompt's state, the depths' with the trunk's: each later turn
+// prefills only its new tokens, as plain chat does (the counts from /stats), and answers the same.
+TEST(CliDraft, ChatTurnsReuseThePreviousPrompt) {
+  if (!std::filesystem::exists(kDraftModel + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  TempDir dir;
+  testing::write_file(dir.path() + "/turns.txt",
+                      "Give me a verse about light\n/stats\nTell me a fortune\n/stats\n"
+                      "What does hacker mean?\n/stats\n");
+  // The prompt tokens each turn prefilled ("prompt eval ... / N tokens" in "last answer:").
+  auto prefilled = [](const std::string& out) {
+    std::vector<size_t> n;
+    for (size_t p = out.find("last answer:"); p != std::string::npos;
+         p = out.find("last answer:", p + 1)) {
+      const size_t e = out.find("prompt eval", p), slash = out.find('/', e);
+      if (e == std::string::npos || slash == std::string::npos) break;
+      n.push_back(std::stoul(out.substr(slash + 1)));
+    }
+    return n;
+  };
+  std::vector<size_t> want;
+  for (const char* k : {"0", "2"}) {
+    auto r = run_cli({"chat", "-m", kDraftModel, "-n", "40", "--temperature", "0", "-t", "2",
+                      "--reasoning-effort", "none", "--draft", k},
+                     dir.path(), 120, dir.path() + "/turns.txt");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto n = prefilled(r.out);
+    ASSERT_EQ(n.size(), 3u) << r.out;
+    EXPECT_GT(n[0], 10u);
+    EXPECT_LT(n[1], n[0] + 40) << "the second turn runs only what follows the first prompt";
+    if (want.empty()) want = n;
+    EXPECT_EQ(n, want) << "--draft " << k;
+  }
 }
 
 }  // namespace
