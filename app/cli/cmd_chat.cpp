@@ -339,85 +339,65 @@ void Chat::turn(const std::string& text) {
     drop_last_message();
     forget_state();
   };
+  // Reuse the previous prompt's state when this prompt extends it. With --draft the decoder is
+  // made on the empty session, the depths' state is restored with the trunk's, and the new
+  // tokens run through Engine::step (which keeps the trunk rows the depths read).
+  session_->reset();
   if (a_.draft > 0) {
-    // The decoder is made on an empty session; then the previous prompt's state, the trunk's
-    // and the depths', when this prompt extends it, and the new tokens through Engine::step
-    // (which keeps the trunk rows the depths read).
-    session_->reset();
     auto d = SpeculativeDecoder::create(*session_, a_.draft, a_.draft_vocab);
     if (!d.ok()) return abandon("error: " + d.status().message());
     spec = std::move(d).value();
-    size_t start = 0;
-    if (at_prompt_ && at_prompt_spec_ && prompt_ids.size() > consumed_.size() &&
-        std::equal(consumed_.begin(), consumed_.end(), prompt_ids.begin())) {
-      session_->restore(*at_prompt_);
-      if (spec->restore(*at_prompt_spec_).ok())
-        start = consumed_.size();
-      else
-        session_->reset();
-    }
-    forget_state();
-    const size_t chunk = 256, n = prompt_ids.size() - start;
-    ProgressBar bar("prompt", int64_t(n), "tokens");
-    for (size_t i = 0; i < n; i += chunk) {
-      const auto ids =
-          std::span<const int32_t>(prompt_ids).subspan(start + i, std::min(chunk, n - i));
+  }
+  size_t start = 0;
+  if (at_prompt_ && (!spec || at_prompt_spec_) && prompt_ids.size() > consumed_.size() &&
+      std::equal(consumed_.begin(), consumed_.end(), prompt_ids.begin())) {
+    session_->restore(*at_prompt_);
+    if (!spec || spec->restore(*at_prompt_spec_).ok())
+      start = consumed_.size();
+    else
+      session_->reset();
+  }
+  forget_state();
+  // The new tokens in chunks: a progress bar for long prompts, and Ctrl-C between chunks.
+  const size_t chunk = 256, n = prompt_ids.size() - start;
+  ProgressBar bar("prompt", int64_t(n), "tokens");
+  for (size_t i = 0; i < n; i += chunk) {
+    const auto ids =
+        std::span<const int32_t>(prompt_ids).subspan(start + i, std::min(chunk, n - i));
+    Status st = Status::success();
+    if (spec) {
       Session* const one[] = {session_.get()};
       const std::span<const int32_t> in[] = {ids};
-      Status st = engine_->step(one, in);
+      st = engine_->step(one, in);
       if (st.ok()) st = spec->prefilled(ids);
-      if (!st.ok()) return abandon("error: " + st.message());
-      bar.update(int64_t(std::min(n, i + chunk)));
-      if (g_sigint) {
-        g_sigint = 0;
-        bar.finish();
-        return abandon("(stopped while reading the prompt; the message was dropped)");
-      }
-    }
-    bar.finish();
-    consumed_ = prompt_ids;
-    at_prompt_ = session_->snapshot();
-    at_prompt_spec_ = spec->snapshot();
-    sampler_.set_prompt(prompt_ids);
-    first = sampler_.next(session_->last_logits()).id;
-    if (const Status st = spec->begin(first); !st.ok()) return abandon("error: " + st.message());
-    t.prompt_tokens = int64_t(n);
-  } else {
-    // Reuse the previous prompt's state when this prompt extends it.
-    size_t start = 0;
-    if (at_prompt_ && prompt_ids.size() > consumed_.size() &&
-        std::equal(consumed_.begin(), consumed_.end(), prompt_ids.begin())) {
-      session_->restore(*at_prompt_);
-      start = consumed_.size();
     } else {
-      session_->reset();
-    }
-    forget_state();
-    // The new tokens in chunks: a progress bar for long prompts, and Ctrl-C between chunks.
-    const size_t chunk = 256, n = prompt_ids.size() - start;
-    ProgressBar bar("prompt", int64_t(n), "tokens");
-    for (size_t i = 0; i < n; i += chunk) {
-      const auto ids =
-          std::span<const int32_t>(prompt_ids).subspan(start + i, std::min(chunk, n - i));
       auto logits = rows.empty()
                         ? session_->prefill(ids)
                         : session_->prefill_rows(ids, std::span<const float* const>(rows).subspan(
                                                           start + i, ids.size()));
-      if (!logits.ok()) return abandon("error: " + logits.status().message());
-      l = logits.value();
-      bar.update(int64_t(std::min(n, i + chunk)));
-      if (g_sigint) {
-        g_sigint = 0;
-        bar.finish();
-        return abandon("(stopped while reading the prompt; the message was dropped)");
-      }
+      if (logits.ok())
+        l = logits.value();
+      else
+        st = logits.status();
     }
-    bar.finish();
-    consumed_ = prompt_ids;
-    at_prompt_ = session_->snapshot();
-    sampler_.set_prompt(prompt_ids);
-    t.prompt_tokens = int64_t(n);
+    if (!st.ok()) return abandon("error: " + st.message());
+    bar.update(int64_t(std::min(n, i + chunk)));
+    if (g_sigint) {
+      g_sigint = 0;
+      bar.finish();
+      return abandon("(stopped while reading the prompt; the message was dropped)");
+    }
   }
+  bar.finish();
+  consumed_ = prompt_ids;
+  at_prompt_ = session_->snapshot();
+  if (spec) at_prompt_spec_ = spec->snapshot();
+  sampler_.set_prompt(prompt_ids);
+  if (spec) {
+    first = sampler_.next(session_->last_logits()).id;
+    if (const Status st = spec->begin(first); !st.ok()) return abandon("error: " + st.message());
+  }
+  t.prompt_tokens = int64_t(n);
   t.prompt_ms = ms_since(t_turn);
   const auto t_gen = std::chrono::steady_clock::now();
 
