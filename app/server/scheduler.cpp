@@ -379,17 +379,15 @@ bool Scheduler::step() {
           !cache_.contains(s.history, s.spec != nullptr))
         snapshot_to_cache(s);
       if (s.prefill_pos < p.prompt.size()) continue;
-      if (s.spec) {  // the first token starts the decoder's rounds
-        TokenEvent ev = s.sampler->next(s.session->last_logits());
-        if (const Status sp = s.spec->begin(ev.id); !sp.ok()) {
-          finish_slot(s, "error", sp.message());
-          continue;
-        }
-        on_token(s, std::move(ev));
+    }
+    TokenEvent ev = s.sampler->next(s.session->last_logits());
+    if (s.spec) {  // the first token starts the decoder's rounds (step_speculative() from then on)
+      if (const Status sp = s.spec->begin(ev.id); !sp.ok()) {
+        finish_slot(s, "error", sp.message());
         continue;
       }
     }
-    on_token(s, s.sampler->next(s.session->last_logits()));
+    on_token(s, std::move(ev));
   }
   return true;
 }

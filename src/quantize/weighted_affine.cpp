@@ -97,6 +97,8 @@ void evaluate(const float* w, const float* wt, int n, float nmax, DType t, doubl
     const double a = wt[j], x = w[j];
     float q[kLanes];
     for (int k = 0; k < kLanes; ++k) {
+      // std::max(r, 0) and std::min(q, nmax) spelled out: the same values, and GCC vectorises
+      // these across the lanes where it kept the std:: calls as compare-and-branch.
       const float r = round_even(iscale[k] * (w[j] - lo[k]));
       q[k] = r < 0.0f ? 0.0f : r;
       q[k] = nmax < q[k] ? nmax : q[k];
@@ -153,20 +155,7 @@ void evaluate_scalar(const float* w, const float* wt, int n, float nmax, DType t
 using Evaluator = void (*)(const float*, const float*, int, float, DType, double, double,
                            Candidates&);
 
-bool group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
-                  float* s_out, float* b_out, Evaluator evaluate_candidates);
-
 }  // namespace
-
-bool affine_group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
-                         float* s_out, float* b_out) {
-  return group_search(w, imp, n, bits, scale_dtype, s_out, b_out, evaluate);
-}
-
-bool affine_group_search_scalar(const float* w, const float* imp, int n, int bits,
-                                DType scale_dtype, float* s_out, float* b_out) {
-  return group_search(w, imp, n, bits, scale_dtype, s_out, b_out, evaluate_scalar);
-}
 
 double affine_group_error(const float* w, const float* imp, int n, int bits, float s, float b,
                           DType scale_dtype, uint8_t* q) {
@@ -265,6 +254,16 @@ bool group_search(const float* w, const float* imp, int n, int bits, DType scale
 }
 
 }  // namespace
+
+bool affine_group_search(const float* w, const float* imp, int n, int bits, DType scale_dtype,
+                         float* s_out, float* b_out) {
+  return group_search(w, imp, n, bits, scale_dtype, s_out, b_out, evaluate);
+}
+
+bool affine_group_search_scalar(const float* w, const float* imp, int n, int bits,
+                                DType scale_dtype, float* s_out, float* b_out) {
+  return group_search(w, imp, n, bits, scale_dtype, s_out, b_out, evaluate_scalar);
+}
 
 bool affine_quantize_row_weighted(const float* w, const float* imp, int64_t cols, int bits,
                                   int group, DType scale_dtype, uint8_t* codes, uint8_t* scales,

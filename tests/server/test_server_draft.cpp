@@ -22,17 +22,22 @@ using nlohmann::json;
 
 const std::string kDraftDemo = std::string(INKLING_SOURCE_DIR) + "/models/inkling-demo";
 
-json ask(int port, const std::string& text, bool logprobs = false) {
+// A greedy chat completion of `messages` (status 200 expected).
+json ask_messages(int port, const json& messages, int max_tokens, bool logprobs = false) {
   json body = {{"model", "inkling-demo"},
-               {"messages", json::array({{{"role", "user"}, {"content", text}}})},
+               {"messages", messages},
                {"temperature", 0},
-               {"max_tokens", 80},
+               {"max_tokens", max_tokens},
                {"reasoning_effort", "none"}};
   if (logprobs) body["logprobs"] = true;
   int status = 0;
   json r = testing::post_json(port, "/v1/chat/completions", body, &status);
   EXPECT_EQ(status, 200) << r.dump();
   return r;
+}
+
+json ask(int port, const std::string& text, bool logprobs = false) {
+  return ask_messages(port, json::array({{{"role", "user"}, {"content", text}}}), 80, logprobs);
 }
 
 TEST(ServerDraft, SameAnswersAsPlainAndAcceptanceInMetrics) {
@@ -83,17 +88,7 @@ TEST(ServerDraft, SpeculativeTurnsReuseThePrefixCache) {
       {{{"role", "system"},
         {"content", "You are a careful storyteller who answers in verse about light and rivers."}},
        {{"role", "user"}, {"content", "Give me a verse about light"}}});
-  auto chat = [&](int port) {
-    json body = {{"model", "inkling-demo"},
-                 {"messages", msgs},
-                 {"temperature", 0},
-                 {"max_tokens", 40},
-                 {"reasoning_effort", "none"}};
-    int status = 0;
-    json r = testing::post_json(port, "/v1/chat/completions", body, &status);
-    EXPECT_EQ(status, 200) << r.dump();
-    return r;
-  };
+  auto chat = [&](int port) { return ask_messages(port, msgs, 40); };
   const json a1 = chat(spec.port());
   EXPECT_EQ(a1["choices"][0]["message"], chat(plain.port())["choices"][0]["message"]);
   msgs.push_back({{"role", "assistant"}, {"content", "Light on the water."}});
