@@ -13,9 +13,14 @@ JOBS=${JOBS:-2}
 
 # A build already configured with INKLING_FUZZ=ON (e.g. BUILD_DIR=build-asan from the asan-ubsan
 # preset, which CI builds anyway) is reused as it is.
+# Otherwise build-fuzz is configured from the fuzz preset (CMakePresets.json).
 if ! grep -q "^INKLING_FUZZ:BOOL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null; then
-  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DINKLING_FUZZ=ON -DINKLING_TESTS=OFF \
-    -DINKLING_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  if [ "$BUILD" = build-fuzz ]; then
+    cmake --preset fuzz >/dev/null
+  else
+    CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DINKLING_FUZZ=ON -DINKLING_TESTS=OFF \
+      -DINKLING_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  fi
 fi
 if [ $# -gt 0 ]; then targets=("$@"); else
   targets=()
