@@ -7,6 +7,7 @@
 #include "model/inkling2/forward.h"
 #include "model/layer.h"
 #include "model/model.h"
+#include "ops/activations.h"
 #include "ops/formats.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
@@ -142,7 +143,7 @@ void forward_batch(const Model& m, const Segment* segs, size_t n_segs, Scratch& 
   matmul(h, head_rows, H, head, dst, V, pool);
   if (c.family == Family::kInkling2) {  // Inkling 2's head softcap: cap tanh(z / cap)
     const float cap = float(c.v2.logit_cap);
-    for (int64_t i = 0; i < head_rows * V; ++i) dst[i] = std::tanh(dst[i] / cap) * cap;
+    for (int64_t r = 0; r < head_rows; ++r) softcap(dst + r * V, V, cap);  // row by row: invariant
   }
   tap("logits", dst, {head_rows, V});
   if (direct) return;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/activations.h"
 #include "ops/matmul.h"
 #include "ops/moe.h"
 
@@ -32,13 +33,7 @@ void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_
     float* h = gu + t * W;
     const float sc = row_scale ? row_scale[t * scale_stride] : 1.f;
     if (w.gate_cap > 0) {  // Inkling 2: the softcaps bound the linear gate factor and up
-      const float gc = w.gate_cap, uc = w.up_cap;
-      for (int64_t i = 0; i < W; ++i) {
-        const float g = row[i * gs], u = row[i * gs + uoff];
-        const float v =
-            std::tanh(g / gc) * gc * (1.f / (1.f + std::exp(-g))) * (std::tanh(u / uc) * uc);
-        h[i] = row_scale ? v * sc : v;
-      }
+      softcapped_swiglu(row, W, interleaved, w.gate_cap, w.up_cap, sc, h);
       continue;
     }
     for (int64_t i = 0; i < W; ++i) {

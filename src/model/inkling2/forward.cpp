@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "model/moe.h"
+#include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
@@ -110,7 +111,8 @@ void attn_res(const float* query, int nq, const float* blocks, int n_blk, const 
 }
 
 // Message gate (spec 4.2): out = (1 - tanh(F g)) h + tanh(G g) m, g = down(rms(h) ++ rms(m)).
-// out may alias h.
+// F and G are one [2H, rank] f32 matrix (Inkling2Gate::fg), so both products are one matmul into
+// gcat, whose normed inputs down has already read. out may alias h.
 void message_gate(const ModelConfig& c, const Inkling2Gate& g, const float* h, const float* m,
                   const Arena& A, float* out, ThreadPool* pool) {
   const int64_t T = A.T, H = A.H, R = c.v2.loop_rank;
@@ -119,15 +121,13 @@ void message_gate(const ModelConfig& c, const Inkling2Gate& g, const float* h, c
     rms_norm_rows(m + t * H, nullptr, 1, H, c.rms_eps, A.gcat + t * 2 * H + H);
   }
   matmul(A.gcat, T, 2 * H, g.down, A.glow, R, pool);
-  for (int64_t t = 0; t < T; ++t) {
-    const float* low = A.glow + t * R;
-    for (int64_t i = 0; i < H; ++i) {
-      float f = 0, a = 0;
-      for (int64_t j = 0; j < R; ++j) f += g.forget[size_t(i * R + j)] * low[j];
-      for (int64_t j = 0; j < R; ++j) a += g.gain[size_t(i * R + j)] * low[j];
-      out[t * H + i] = (1.f - std::tanh(f)) * h[t * H + i] + std::tanh(a) * m[t * H + i];
-    }
-  }
+  MatView fg;
+  fg.dtype = DType::F32;
+  fg.data = reinterpret_cast<const uint8_t*>(g.fg.data());
+  fg.rows = 2 * H, fg.cols = R, fg.row_stride = R;
+  matmul(A.glow, T, R, fg, A.gcat, 2 * H, pool);
+  for (int64_t t = 0; t < T; ++t)  // row by row, so the tail of a row is the same at any T
+    tanh_gate_mix(A.gcat + t * 2 * H, A.gcat + t * 2 * H + H, h + t * H, m + t * H, H, out + t * H);
 }
 
 // Static short conv with Inkling 2's output scale: (conv(u) + u) / sqrt(K + 1), per segment.

@@ -15,7 +15,8 @@ namespace inkling {
 // g = down(concat(rms(h), rms(m))).
 struct Inkling2Gate {
   MatView down;                     // [rank, 2H] down_proj
-  std::vector<float> forget, gain;  // [H, rank] forget_gate_proj, message_gate_proj (f32)
+  // [2H, rank] f32: forget_gate_proj's H rows, then message_gate_proj's
+  std::vector<float> fg;
 };
 
 struct Inkling2Layer {
