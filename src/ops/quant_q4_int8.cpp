@@ -455,9 +455,12 @@ void q4_int8_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
   // A (row, token) result depends on neither the rows nor the tokens of the call, nor on the form.
   if (wide) return q4_int8_wide_rows(p, n_tok, w, r0, r1, y, ldy, parts);
   q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
-    q4_int8_row_passes(p, n_tok, w, r0, r1, [&](auto nt, int64_t t0, int64_t r, const char* pf) {
-      row_kernel<nv(), group(), np(), nt()>(p, t0, w, r, y, ldy, pf);
-    });
+    q4_int8_row_passes(
+        p, n_tok, w, r0, r1,
+        [&](auto nt, int64_t t0, int64_t r, const char* pf) {
+          row_kernel<nv(), group(), np(), nt()>(p, t0, w, r, y, ldy, pf);
+        },
+        q4_int8_row_factors);
   });
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;

@@ -51,6 +51,8 @@ bool q4_int8_cpu_f16c();
 
 // The 512-bit form: true when this binary has it and the CPU runs AVX512F/BW/VL + AVX512-VNNI.
 bool q4_int8_wide_cpu();
+// q4_int8_row_factors of an NVFP4 row in 512 bits (the wide form's), bitwise the same.
+void q4_int8_wide_nvfp4_factors(const MatView& w, int64_t r, Q4Int8Prepared& p);
 // Rows [r0, r1) of every token from p (prepared with pairs = true): bitwise the AVX2 form.
 void q4_int8_wide_rows(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
                        float* y, int64_t ldy, int parts);
@@ -76,17 +78,18 @@ void q4_int8_dispatch(const MatView& w, int parts, F&& f) {
   }
 }
 
-// The decode forms' row loop: per row of [r0, r1) its prefetch and factors once, then its tokens
-// 4 at a time (the row's codes stay in L1), the first pass prefetching the row ahead. Calls
+// The decode forms' row loop: per row of [r0, r1) its prefetch and factors (factors(w, r, p):
+// q4_int8_row_factors or a form's own, bitwise the same) once, then its tokens 4 at a time (the
+// row's codes stay in L1), the first pass prefetching the row ahead. Calls
 // row(std::integral_constant<int, NT>, t0, r, ahead_or_null) for each pass.
-template <typename Row>
+template <typename Row, typename Factors>
 void q4_int8_row_passes(Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
-                        Row&& row) {
+                        Row&& row, Factors&& factors) {
   constexpr int64_t kTokPass = 4;
   const Q4Int8Prefetch pfs = q4_int8_prefetch(w);
   for (int64_t r = r0; r < r1; ++r) {
     const char* ahead = q4_int8_prefetch_ahead(w, pfs, r, r1);
-    q4_int8_row_factors(w, r, p);
+    factors(w, r, p);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTokPass) {
       const char* pf = t0 == 0 ? ahead : nullptr;  // the first pass reads the row from memory
       switch (std::min<int64_t>(kTokPass, n_tok - t0)) {

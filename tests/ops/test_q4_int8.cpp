@@ -202,14 +202,17 @@ TEST(Q4Int8, Nvfp4FactorsOfEveryE4m3Byte) {
     w.bits = 4, w.group = 16, w.scale2 = scale2;
     Q4Int8Prepared p;
     p.rs.resize(256);
-    for (int64_t r = 0; r < 2; ++r) {
-      q4_int8_row_factors(w, r, p);
-      for (size_t k = 0; k < 256; ++k) {
-        const uint8_t b = scales[3 + size_t(r) * 256 + k];
-        ASSERT_EQ(f32_to_bits(p.rs[k]), f32_to_bits((e4m3_to_f32(b) * scale2) * 0.5f))
-            << "byte " << int(b) << " scale2 " << scale2;
+    for (int64_t r = 0; r < 2; ++r)
+      for (bool wide : {false, true}) {  // the AVX2 form's factors and the 512-bit form's
+        if (wide && !q4_int8_wide_cpu()) continue;
+        std::fill(p.rs.begin(), p.rs.end(), -1.f);
+        (wide ? q4_int8_wide_nvfp4_factors : q4_int8_row_factors)(w, r, p);
+        for (size_t k = 0; k < 256; ++k) {
+          const uint8_t b = scales[3 + size_t(r) * 256 + k];
+          ASSERT_EQ(f32_to_bits(p.rs[k]), f32_to_bits((e4m3_to_f32(b) * scale2) * 0.5f))
+              << "byte " << int(b) << " scale2 " << scale2 << " wide " << wide;
+        }
       }
-    }
   }
 }
 
