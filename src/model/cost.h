@@ -26,7 +26,7 @@ struct WeightBytes {
 
 struct TokenCost {
   // Decode: bytes read per generated token at the given context.
-  double attn_weight_bytes = 0;  // q/k/v/r/o projections of every layer
+  double attn_weight_bytes = 0;  // q/k/v/r/o projections of every layer (and message gates)
   double mlp_weight_bytes = 0;   // dense MLPs + router + top-k and shared experts
   double head_bytes = 0;         // lm_head rows of the unpadded vocabulary + one embedding row
   double small_bytes = 0;        // norms, conv weights, relative-position tables (f32)
