@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     # Ours again after the others: on a shared machine speed drifts; the speed-ups use the mean.
     after = run_inkling(a)
     ours = {k: 0.5 * (before[k] + after[k]) for k in ("prefill_tok_s", "decode_tok_s")}
-    rows = [("inkling.cpp, run before (bf16 weights, f32 math)", before),
+    rows = [(f"inkling.cpp, run before ({before.get('numerics', 'exact')} numerics)", before),
             ("inkling.cpp, run after", after), ("inkling.cpp, mean of the two", ours)] + rows
     print(f"slice: {a.model}  threads: {a.threads}  prompt {a.prompt_tokens}  gen {a.gen_tokens}")
     print(f"{'engine':42s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'ours/x prefill':>15s} {'ours/x decode':>14s}")
