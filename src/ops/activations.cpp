@@ -1,6 +1,6 @@
-// Inkling 2's tanh-based elementwise functions: full vectors through Highway's Tanh and Exp, the
-// tail through the scalar twin's expression (std::tanh / std::exp), in the same order of
-// operations as the twins below.
+// Inkling 2's tanh- and sigmoid-based elementwise functions: full vectors through Highway's Tanh
+// and Exp, the tail through the scalar twin's expression (std::tanh / std::exp), in the same order
+// of operations as the twins below.
 #include "ops/activations.h"
 
 #include <cmath>
@@ -16,11 +16,14 @@
 #define INKLING_OPS_ACTIVATIONS_SCALAR
 namespace inkling {
 namespace {
+inline float sigmoid1(float g) {
+  return 1.f / (1.f + std::exp(-g));
+}
 inline float softcap1(float x, float cap) {
   return std::tanh(x / cap) * cap;
 }
 inline float swiglu1(float g, float u, float gc, float uc, float scale) {
-  return std::tanh(g / gc) * gc * (1.f / (1.f + std::exp(-g))) * (std::tanh(u / uc) * uc) * scale;
+  return std::tanh(g / gc) * gc * sigmoid1(g) * (std::tanh(u / uc) * uc) * scale;
 }
 inline float mix1(float f, float a, float h, float m) {
   return (1.f - std::tanh(f)) * h + std::tanh(a) * m;
@@ -78,6 +81,15 @@ void SoftcappedSwiglu(const float* row, int64_t W, bool interleaved, float gc, f
   }
 }
 
+void SigmoidGate(float* x, const float* g, int64_t n) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + N <= n; i += N)
+    hn::StoreU(hn::Mul(hn::LoadU(d, x + i), Sigmoid(d, hn::LoadU(d, g + i))), d, x + i);
+  for (; i < n; ++i) x[i] *= sigmoid1(g[i]);
+}
+
 void TanhGateMix(const float* f, const float* a, const float* h, const float* m, int64_t n,
                  float* out) {
   const DF d;
@@ -101,6 +113,7 @@ namespace inkling {
 
 HWY_EXPORT(Softcap);
 HWY_EXPORT(SoftcappedSwiglu);
+HWY_EXPORT(SigmoidGate);
 HWY_EXPORT(TanhGateMix);
 
 void softcap(float* x, int64_t n, float cap) {
@@ -121,6 +134,13 @@ void softcapped_swiglu_scalar(const float* row, int64_t W, bool interleaved, flo
                 u = interleaved ? row[2 * i + 1] : row[W + i];
     out[i] = swiglu1(g, u, gc, uc, scale);
   }
+}
+
+void sigmoid_gate(float* x, const float* g, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SigmoidGate)(x, g, n);
+}
+void sigmoid_gate_scalar(float* x, const float* g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= sigmoid1(g[i]);
 }
 
 void tanh_gate_mix(const float* f, const float* a, const float* h, const float* m, int64_t n,

@@ -101,6 +101,25 @@ TEST(Activations, SoftcappedSwigluMatchesItsTwinInBothLayoutsAndInPlace) {
   }
 }
 
+TEST(Activations, SigmoidGateMatchesItsTwin) {
+  for (int64_t n : {1, 9, 16, 31, 3072}) {
+    SCOPED_TRACE(::testing::Message() << "n " << n);
+    std::vector<float> g = random_values(size_t(n), 6.f, uint32_t(n + 5));
+    const std::vector<float> x = random_values(size_t(n), 2.f, uint32_t(n + 6));
+    const float extremes[] = {-200.f, 200.f, -88.9f, 1e30f, -1e30f};
+    for (size_t i = 0; i < std::size(extremes) && i < g.size(); ++i)
+      g[i * 5 % g.size()] = extremes[i];
+    std::vector<float> a = x, b = x;
+    sigmoid_gate(a.data(), g.data(), n);
+    sigmoid_gate_scalar(b.data(), g.data(), n);
+    for (size_t i = 0; i < size_t(n); ++i) {
+      expect_close(a[i], b[i], 8 * kUlp, 1e-37f, "kernel", i);
+      const double ref = double(x[i]) / (1 + std::exp(-double(g[i])));
+      expect_close(b[i], float(ref), 4 * kUlp, 1e-37f, "twin", i);
+    }
+  }
+}
+
 TEST(Activations, TanhGateMixMatchesItsTwinAndMayWriteOverItsInput) {
   for (int64_t n : {1, 7, 16, 23, 64, 2304}) {
     SCOPED_TRACE(::testing::Message() << "n " << n);

@@ -202,7 +202,8 @@ void attention_block(const ModelConfig& c, const Inkling2Layer& L, const LayerSp
     off += g.n;
   }
   matmul(xq, T, H, L.gate, A.gate, qw, pool);
-  for (int64_t i = 0; i < T * qw; ++i) A.att[i] *= 1.f / (1.f + std::exp(-A.gate[i]));
+  for (int64_t t = 0; t < T; ++t)  // row by row: the same bits at any T
+    sigmoid_gate(A.att + t * qw, A.gate + t * qw, qw);
   matmul(A.att, T, qw, L.o, A.y, H, pool);
 }
 

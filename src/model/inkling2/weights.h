@@ -14,7 +14,7 @@ namespace inkling {
 // A message gate of the looped core (passes >= 2): (1 - tanh(F g)) h + tanh(G g) m with
 // g = down(concat(rms(h), rms(m))).
 struct Inkling2Gate {
-  MatView down;                     // [rank, 2H] down_proj
+  MatView down;  // [rank, 2H] down_proj
   // [2H, rank] f32: forget_gate_proj's H rows, then message_gate_proj's
   std::vector<float> fg;
 };
