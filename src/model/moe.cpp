@@ -14,19 +14,28 @@
 
 namespace inkling {
 
-void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* gu,
-            const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool) {
-  // Row t of gu holds gate and up of token t: interleaved (g0 u0 g1 u1 ...) or as halves.
-  MatView whole;
-  bool interleaved = false;
-  if (join_halves(w.gate, w.up, &whole, &interleaved)) {
-    matmul(x, T, H, whole, gu, 2 * W, pool);
-  } else {
-    matmul(x, T, H, w.gate, gu, 2 * W, pool);
-    matmul(x, T, H, w.up, gu + W, 2 * W, pool);
+namespace {
+
+// The gate and up products of x [T, H] into gu [T, 2W] as matmul jobs at jobs (one over the
+// joined halves, interleaved g0 u0 g1 u1 ... or as halves, else one each). Returns the number of
+// jobs; *interleaved says the layout.
+int gate_up_jobs(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* gu,
+                 MatView* whole, MatmulJob* jobs, bool* interleaved) {
+  *interleaved = false;
+  if (join_halves(w.gate, w.up, whole, interleaved)) {
+    jobs[0] = {x, T, H, whole, gu, 2 * W};
+    return 1;
   }
-  // h[t, i] = silu(g) * u, written over gu in place as [T, W]: position t * W + i never passes
-  // the unread pairs at t * 2W + 2i or t * 2W + W + i.
+  jobs[0] = {x, T, H, &w.gate, gu, 2 * W};
+  jobs[1] = {x, T, H, &w.up, gu + W, 2 * W};
+  return 2;
+}
+
+// h[t, i] = silu(g) * u (Inkling 2: the softcapped form), times row_scale[t * scale_stride] when
+// given, written over gu in place as [T, W]: position t * W + i never passes the unread pairs at
+// t * 2W + 2i or t * 2W + W + i.
+void activate(const SwiGluWeights& w, float* gu, int64_t T, int64_t W, bool interleaved,
+              const float* row_scale, int64_t scale_stride) {
   const int64_t gs = interleaved ? 2 : 1, uoff = interleaved ? 1 : W;
   for (int64_t t = 0; t < T; ++t) {
     const float* row = gu + t * 2 * W;
@@ -42,6 +51,19 @@ void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_
       h[i] = row_scale ? v * sc : v;
     }
   }
+}
+
+}  // namespace
+
+void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* gu,
+            const float* row_scale, int64_t scale_stride, float* out, ThreadPool* pool) {
+  MatView whole;
+  MatmulJob jobs[2];
+  bool interleaved = false;
+  const int n = gate_up_jobs(w, x, T, H, W, gu, &whole, jobs, &interleaved);
+  for (int i = 0; i < n; ++i)
+    matmul(jobs[i].x, jobs[i].n_tok, jobs[i].ldx, *jobs[i].w, jobs[i].y, jobs[i].ldy, pool);
+  activate(w, gu, T, W, interleaved, row_scale, scale_stride);
   matmul(gu, T, W, w.down, out, H, pool);
 }
 
@@ -70,6 +92,57 @@ void route_tokens(const ModelConfig& c, const MoeWeights& w, const float* m, int
   tap("router_shared_gammas", s.route_gamma.data(), {T, S});
 }
 
+// Step 2 for at most s.chunk token slots: every chosen expert's gate/up products in one
+// matmul_many, the activations, every down product in another, then the same weighted sums in
+// ascending expert id as below: the same bits as one expert after another, with two waits for
+// the slower thread per MoE layer instead of two per expert.
+void experts_grouped(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t T,
+                     Scratch& s, float* out, ThreadPool* pool) {
+  const int64_t H = c.hidden, I = c.moe_width, k = c.top_k;
+  struct Group {
+    int64_t e, first, n;  // expert, its first slot in expert_tokens, its token count
+    bool interleaved;
+  };
+  thread_local std::vector<Group> groups;
+  thread_local std::vector<MatView> wholes;
+  thread_local std::vector<MatmulJob> jobs;
+  groups.clear(), jobs.clear();
+  wholes.assign(size_t(std::min<int64_t>(T * k, c.n_routed)), MatView{});
+  int64_t n = 0;
+  for (int64_t e = 0; e < c.n_routed; ++e) {
+    const int64_t first = n;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < k; ++j)
+        if (s.route_idx[size_t(t * k + j)] == e) s.expert_tokens[size_t(n++)] = int32_t(t * k + j);
+    if (n == first) continue;
+    for (int64_t i = first; i < n; ++i)
+      std::memcpy(s.moe_in.data() + i * H, m + (s.expert_tokens[size_t(i)] / k) * H,
+                  size_t(H) * sizeof(float));
+    MatmulJob two[2];
+    bool il = false;
+    const int nj = gate_up_jobs(w.routed[size_t(e)], s.moe_in.data() + first * H, n - first, H, I,
+                                s.moe_gu.data() + first * 2 * I, &wholes[groups.size()], two, &il);
+    jobs.insert(jobs.end(), two, two + nj);
+    groups.push_back({e, first, n - first, il});
+  }
+  matmul_many(jobs.data(), jobs.size(), pool);
+  jobs.clear();
+  for (const Group& g : groups) {
+    float* gu = s.moe_gu.data() + g.first * 2 * I;
+    activate(w.routed[size_t(g.e)], gu, g.n, I, g.interleaved, nullptr, 0);
+    jobs.push_back({gu, g.n, I, &w.routed[size_t(g.e)].down, s.moe_out.data() + g.first * H, H});
+  }
+  matmul_many(jobs.data(), jobs.size(), pool);
+  for (const Group& g : groups)
+    for (int64_t i = g.first; i < g.first + g.n; ++i) {
+      const int32_t slot = s.expert_tokens[size_t(i)];
+      const float wt = s.route_w[size_t(slot)];
+      float* o = out + (slot / k) * H;
+      const float* y = s.moe_out.data() + i * H;
+      for (int64_t h = 0; h < H; ++h) o[h] += y[h] * wt;
+    }
+}
+
 // Step 2: each chosen expert runs once over all of its tokens; weighted results are added into
 // out [T, H] (zeroed here). With an executor attached (expert parallelism) it does the same
 // elsewhere and combines in the same order.
@@ -81,6 +154,12 @@ void experts(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t 
     return;
   }
   std::memset(out, 0, size_t(T * H) * sizeof(float));
+  const size_t slots = size_t(T * k);  // few tokens (decode, batched decode, short chunks)
+  if (slots <= s.expert_tokens.size() && slots * size_t(H) <= s.moe_in.size() &&
+      slots * size_t(H) <= s.moe_out.size() && slots * size_t(2 * I) <= s.moe_gu.size()) {
+    experts_grouped(c, w, m, T, s, out, pool);
+    return;
+  }
   for (int64_t e = 0; e < c.n_routed; ++e) {
     int64_t n = 0;
     for (int64_t t = 0; t < T; ++t)

@@ -3,6 +3,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "ops/formats.h"
 #include "ops/tuning.h"
@@ -76,6 +77,37 @@ void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float*
         run_kernel(x, n_tok, ldx, w, int64_t(b), int64_t(e), y, ldy, inv);
       },
       16);
+}
+
+void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
+  const bool inv = t_row_invariant;
+  int64_t total = 0;
+  for (size_t i = 0; i < n_jobs; ++i) {
+    if (t_observer) t_observer->on_product(*jobs[i].w, jobs[i].x, jobs[i].n_tok, jobs[i].ldx);
+    total += jobs[i].w->rows;
+  }
+  auto run = [&](const MatmulJob& j, int64_t r0, int64_t r1) {
+    run_kernel(j.x, j.n_tok, j.ldx, *j.w, r0, r1, j.y, j.ldy, inv);
+  };
+  if (!pool || pool->size() <= 1) {
+    for (size_t i = 0; i < n_jobs; ++i) run(jobs[i], 0, jobs[i].w->rows);
+    return;
+  }
+  // About four blocks per thread over all the rows, in multiples of 16 rows, each within a job.
+  const int64_t per = std::max<int64_t>(16, (total / (4 * pool->size()) + 15) / 16 * 16);
+  struct Block {
+    size_t job;
+    int64_t r0, r1;
+  };
+  thread_local std::vector<Block> blocks;  // the caller's; the workers read it by reference
+  blocks.clear();
+  for (size_t i = 0; i < n_jobs; ++i)
+    for (int64_t r = 0; r < jobs[i].w->rows; r += per)
+      blocks.push_back({i, r, std::min(jobs[i].w->rows, r + per)});
+  std::vector<Block>& bl = blocks;
+  pool->parallel_for_chunks(bl.size(), bl.size(), [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) run(jobs[bl[k].job], bl[k].r0, bl[k].r1);
+  });
 }
 
 }  // namespace inkling

@@ -57,6 +57,21 @@ class ProductObserverScope {
 };
 
 // Same product for rows [r0, r1) only, single-threaded (callers that partition work themselves).
+// One product of a batch for matmul_many: y = x w^T over n_tok rows of x.
+struct MatmulJob {
+  const float* x = nullptr;
+  int64_t n_tok = 0, ldx = 0;
+  const MatView* w = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// Every job as matmul() runs it (the same bits: a row's result does not depend on which rows
+// share its call), in one hand-out of row blocks to the pool instead of one per product: the MoE's
+// experts at decode, where each product is small and a wait for the slower thread per product
+// added up. The observer sees the jobs in order, as it would from matmul().
+void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool);
+
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy);
 

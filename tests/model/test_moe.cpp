@@ -115,5 +115,65 @@ TEST(Moe, BlockMatchesScalarMath) {
   }
 }
 
+// With few token slots (T x top_k within the scratch's rows: decode and batched decode) the
+// experts' products go out in two matmul_many hand-outs; with more, one expert after another.
+// Both give the same bits: plain and softcapped (Inkling 2) SwiGLU, gate and up as separate
+// matrices and as adjacent halves of one, tokens sharing experts, 1-3 threads.
+TEST(Moe, ExpertsInOneHandOutAreBitwiseOneAfterAnother) {
+  for (float cap : {0.f, 4.f})
+    for (bool joined : {false, true})
+      for (int64_t T : {1, 3, 7}) {
+        ModelConfig c;
+        c.hidden = 40, c.n_routed = 5, c.n_shared = 1, c.top_k = 3, c.moe_width = 24;
+        c.dense_width = 24, c.route_scale = 2.0, c.n_layers = 1;
+        c.layers.assign(1, LayerSpec{});
+        const int64_t H = c.hidden, I = c.moe_width;
+        std::mt19937 rng(uint32_t(T * 10 + joined + int(cap)));
+        std::vector<Mat> mats;
+        mats.reserve(32);
+        MoeWeights w;
+        mats.push_back(random_mat(c.n_routed + c.n_shared, H, rng, 0.5f));
+        w.router = mats.back().view();
+        w.router_bias.assign(size_t(c.n_routed), 0.f);
+        w.router_scale = 1.f;
+        auto add_expert = [&](std::vector<SwiGluWeights>& dst) {
+          SwiGluWeights e;
+          if (joined) {  // gate rows then up rows of one matrix
+            mats.push_back(random_mat(2 * I, H, rng, 0.4f));
+            const MatView gu = mats.back().view();
+            e.gate = gu.slice_rows(0, I), e.up = gu.slice_rows(I, I);
+          } else {
+            mats.push_back(random_mat(I, H, rng, 0.4f));
+            e.gate = mats.back().view();
+            mats.push_back(random_mat(I, H, rng, 0.4f));
+            e.up = mats.back().view();
+          }
+          mats.push_back(random_mat(H, I, rng, 0.4f));
+          e.down = mats.back().view();
+          e.gate_cap = cap, e.up_cap = cap > 0 ? 6.f : 0.f;
+          dst.push_back(e);
+        };
+        for (int64_t e = 0; e < c.n_routed; ++e) add_expert(w.routed);
+        add_expert(w.shared);
+        std::vector<float> x(size_t(T * H));
+        std::normal_distribution<float> nx(0.f, 1.f);
+        for (auto& v : x) v = nx(rng);
+        for (int threads : {1, 2, 3}) {
+          SCOPED_TRACE(::testing::Message() << "cap " << cap << " joined " << joined << " T " << T
+                                            << " threads " << threads);
+          ThreadPool pool(threads);
+          Scratch one_by_one = Scratch::make(c, T), grouped = Scratch::make(c, T * c.top_k);
+          std::vector<float> a(size_t(T * H)), b(size_t(T * H));
+          moe_block(c, w, x.data(), T, one_by_one, a.data(), &pool);
+          moe_block(c, w, x.data(), T, grouped, b.data(), &pool);
+          for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << i;
+          // The routing spread the tokens over more than one expert.
+          std::vector<int32_t> ids(grouped.route_idx.begin(), grouped.route_idx.begin() + T * 3);
+          std::sort(ids.begin(), ids.end());
+          EXPECT_GE(std::unique(ids.begin(), ids.end()) - ids.begin(), 3);
+        }
+      }
+}
+
 }  // namespace
 }  // namespace inkling
