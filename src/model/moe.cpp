@@ -92,7 +92,34 @@ void route_tokens(const ModelConfig& c, const MoeWeights& w, const float* m, int
   tap("router_shared_gammas", s.route_gamma.data(), {T, S});
 }
 
-// Step 2 for at most s.chunk token slots: every chosen expert's gate/up products in one
+// Expert e's token slots (t * k + j where route_idx chose e) into expert_tokens from `first`,
+// and their input rows into moe_in at the same rows. Returns how many.
+int64_t gather_expert(const ModelConfig& c, int64_t e, const float* m, int64_t T, int64_t first,
+                      Scratch& s) {
+  const int64_t H = c.hidden, k = c.top_k;
+  int64_t n = first;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j)
+      if (s.route_idx[size_t(t * k + j)] == e) s.expert_tokens[size_t(n++)] = int32_t(t * k + j);
+  for (int64_t i = first; i < n; ++i)
+    std::memcpy(s.moe_in.data() + i * H, m + (s.expert_tokens[size_t(i)] / k) * H,
+                size_t(H) * sizeof(float));
+  return n - first;
+}
+
+// out[token] += route weight x moe_out row, for the n slots of expert_tokens from `first`.
+void add_expert(const ModelConfig& c, int64_t first, int64_t n, const Scratch& s, float* out) {
+  const int64_t H = c.hidden, k = c.top_k;
+  for (int64_t i = first; i < first + n; ++i) {
+    const int32_t slot = s.expert_tokens[size_t(i)];
+    const float wt = s.route_w[size_t(slot)];
+    float* o = out + (slot / k) * H;
+    const float* y = s.moe_out.data() + i * H;
+    for (int64_t h = 0; h < H; ++h) o[h] += y[h] * wt;
+  }
+}
+
+// Step 2 when the scratch holds every token slot: every chosen expert's gate/up products in one
 // matmul_many, the activations, every down product in another, then the same weighted sums in
 // ascending expert id as below: the same bits as one expert after another, with two waits for
 // the slower thread per MoE layer instead of two per expert.
@@ -108,22 +135,17 @@ void experts_grouped(const ModelConfig& c, const MoeWeights& w, const float* m, 
   thread_local std::vector<MatmulJob> jobs;
   groups.clear(), jobs.clear();
   wholes.assign(size_t(std::min<int64_t>(T * k, c.n_routed)), MatView{});
-  int64_t n = 0;
+  int64_t first = 0;
   for (int64_t e = 0; e < c.n_routed; ++e) {
-    const int64_t first = n;
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < k; ++j)
-        if (s.route_idx[size_t(t * k + j)] == e) s.expert_tokens[size_t(n++)] = int32_t(t * k + j);
-    if (n == first) continue;
-    for (int64_t i = first; i < n; ++i)
-      std::memcpy(s.moe_in.data() + i * H, m + (s.expert_tokens[size_t(i)] / k) * H,
-                  size_t(H) * sizeof(float));
+    const int64_t n = gather_expert(c, e, m, T, first, s);
+    if (n == 0) continue;
     MatmulJob two[2];
     bool il = false;
-    const int nj = gate_up_jobs(w.routed[size_t(e)], s.moe_in.data() + first * H, n - first, H, I,
+    const int nj = gate_up_jobs(w.routed[size_t(e)], s.moe_in.data() + first * H, n, H, I,
                                 s.moe_gu.data() + first * 2 * I, &wholes[groups.size()], two, &il);
     jobs.insert(jobs.end(), two, two + nj);
-    groups.push_back({e, first, n - first, il});
+    groups.push_back({e, first, n, il});
+    first += n;
   }
   matmul_many(jobs.data(), jobs.size(), pool);
   jobs.clear();
@@ -133,14 +155,7 @@ void experts_grouped(const ModelConfig& c, const MoeWeights& w, const float* m, 
     jobs.push_back({gu, g.n, I, &w.routed[size_t(g.e)].down, s.moe_out.data() + g.first * H, H});
   }
   matmul_many(jobs.data(), jobs.size(), pool);
-  for (const Group& g : groups)
-    for (int64_t i = g.first; i < g.first + g.n; ++i) {
-      const int32_t slot = s.expert_tokens[size_t(i)];
-      const float wt = s.route_w[size_t(slot)];
-      float* o = out + (slot / k) * H;
-      const float* y = s.moe_out.data() + i * H;
-      for (int64_t h = 0; h < H; ++h) o[h] += y[h] * wt;
-    }
+  for (const Group& g : groups) add_expert(c, g.first, g.n, s, out);
 }
 
 // Step 2: each chosen expert runs once over all of its tokens; weighted results are added into
@@ -161,23 +176,11 @@ void experts(const ModelConfig& c, const MoeWeights& w, const float* m, int64_t 
     return;
   }
   for (int64_t e = 0; e < c.n_routed; ++e) {
-    int64_t n = 0;
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < k; ++j)
-        if (s.route_idx[size_t(t * k + j)] == e) s.expert_tokens[size_t(n++)] = int32_t(t * k + j);
+    const int64_t n = gather_expert(c, e, m, T, 0, s);
     if (n == 0) continue;
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(s.moe_in.data() + i * H, m + (s.expert_tokens[size_t(i)] / k) * H,
-                  size_t(H) * sizeof(float));
     swiglu(w.routed[size_t(e)], s.moe_in.data(), n, H, I, s.moe_gu.data(), nullptr, 0,
            s.moe_out.data(), pool);
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t slot = s.expert_tokens[size_t(i)];
-      const float wt = s.route_w[size_t(slot)];
-      float* o = out + (slot / k) * H;
-      const float* y = s.moe_out.data() + i * H;
-      for (int64_t h = 0; h < H; ++h) o[h] += y[h] * wt;
-    }
+    add_expert(c, 0, n, s, out);
   }
 }
 

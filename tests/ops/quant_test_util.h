@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/random.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
 #include "ops/matmul.h"
@@ -23,6 +24,36 @@
 #include "ops/quant_q4_int8_gemm.h"
 
 namespace inkling::testing {
+
+// Owns random dense storage (f32, bf16, or finite f16 values) for a [rows, cols] matrix whose
+// rows are `stride` elements apart (0: cols).
+struct Dense {
+  std::vector<uint8_t> bytes;
+  MatView view;
+};
+
+inline Dense make_dense(DType dt, int64_t rows, int64_t cols, uint32_t seed, int64_t stride = 0) {
+  if (stride == 0) stride = cols;
+  Dense d;
+  const auto f = randn(size_t(rows * stride), seed);
+  const size_t es = dtype_size(dt);
+  d.bytes.resize(f.size() * es);
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (dt == DType::F32) {
+      std::memcpy(d.bytes.data() + i * 4, &f[i], 4);
+    } else {
+      uint16_t b = f32_to_bf16(f[i]);
+      if (dt == DType::F16) b = uint16_t(0x3c00 | (b & 0x83ff));  // finite f16 values
+      std::memcpy(d.bytes.data() + i * 2, &b, 2);
+    }
+  }
+  d.view.dtype = dt;
+  d.view.data = d.bytes.data();
+  d.view.rows = rows;
+  d.view.cols = cols;
+  d.view.row_stride = stride;
+  return d;
+}
 
 // Owns random packed storage for a [rows, cols] quantized matrix (rows allocated x `spread`
 // so views can skip rows).

@@ -6,34 +6,11 @@
 #include <random>
 #include <vector>
 
-#include "base/dtype.h"
 #include "ops/matmul.h"
+#include "quant_test_util.h"
 
 namespace inkling {
 namespace {
-
-struct Weights {
-  std::vector<uint8_t> bytes;
-  MatView view;
-};
-
-Weights make(DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 0.5f);
-  Weights w;
-  w.bytes.resize(size_t(rows * cols) * dtype_size(t));
-  for (int64_t i = 0; i < rows * cols; ++i) {
-    const float v = nd(rng);
-    if (t == DType::F32) {
-      std::memcpy(w.bytes.data() + 4 * i, &v, 4);
-    } else {
-      const uint16_t b = f32_to_bf16(v);
-      std::memcpy(w.bytes.data() + 2 * i, &b, 2);
-    }
-  }
-  w.view.dtype = t, w.view.data = w.bytes.data();
-  w.view.rows = rows, w.view.cols = cols, w.view.row_stride = cols;
-  return w;
-}
 
 struct Recorder : ProductObserver {
   std::vector<const uint8_t*> seen;
@@ -45,9 +22,10 @@ struct Recorder : ProductObserver {
 TEST(MatmulMany, EachJobHasTheBitsOfMatmulAlone) {
   std::mt19937 rng(5);
   const int64_t cols = 96;
-  std::vector<Weights> ws;
+  std::vector<testing::Dense> ws;
   for (int64_t rows : {1, 15, 16, 100, 333})
-    for (DType t : {DType::F32, DType::BF16}) ws.push_back(make(t, rows, cols, rng));
+    for (DType t : {DType::F32, DType::BF16})
+      ws.push_back(testing::make_dense(t, rows, cols, uint32_t(rows * 2 + (t == DType::F32))));
   std::normal_distribution<float> nd(0.f, 1.f);
   for (int64_t n_tok : {1, 2, 5}) {
     std::vector<float> x(size_t(n_tok * (cols + 3)));

@@ -15,38 +15,15 @@
 #include "ops/matmul.h"
 #include "ops/matmul_hwy.h"
 #include "ops/reference/reference.h"
+#include "quant_test_util.h"
 
 namespace inkling {
 namespace {
 
 using testing::randn;
 
-// A [rows, cols] weight of `dt` whose rows are `stride` elements apart (stride >= cols).
-struct Weight {
-  std::vector<uint8_t> bytes;
-  MatView view;
-};
-
-Weight make_weight(DType dt, int64_t rows, int64_t cols, int64_t stride, uint32_t seed) {
-  Weight w;
-  const auto f = randn(size_t(rows * stride), seed);
-  const size_t es = dtype_size(dt);
-  w.bytes.resize(f.size() * es);
-  for (size_t i = 0; i < f.size(); ++i) {
-    if (dt == DType::BF16) {
-      const uint16_t b = f32_to_bf16(f[i]);
-      std::memcpy(w.bytes.data() + i * 2, &b, 2);
-    } else {
-      std::memcpy(w.bytes.data() + i * 4, &f[i], 4);
-    }
-  }
-  w.view.dtype = dt;
-  w.view.data = w.bytes.data();
-  w.view.rows = rows;
-  w.view.cols = cols;
-  w.view.row_stride = stride;
-  return w;
-}
+using testing::Dense;
+using testing::make_dense;
 
 void expect_close_cols(const std::vector<float>& got, const std::vector<float>& want,
                        int64_t cols) {
@@ -62,7 +39,7 @@ class DenseKernelTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(DenseKernelTest, MatmulMatchesReference) {
   const auto [dt, T, rows, cols, pad, threads] = GetParam();
-  const Weight w = make_weight(dt, rows, cols, cols + pad, 11u + uint32_t(T * rows));
+  const Dense w = make_dense(dt, rows, cols, 11u + uint32_t(T * rows), cols + pad);
   const int64_t ldx = cols + 3, ldy = rows + 5;  // strided activations and outputs too
   const auto x = randn(size_t(T * ldx), 7u + uint32_t(cols));
   std::vector<float> got(size_t(T * ldy), -1.f), want(size_t(T * ldy), -1.f);
@@ -75,7 +52,7 @@ TEST_P(DenseKernelTest, MatmulMatchesReference) {
 TEST_P(DenseKernelTest, MatvecAndGemmAgreeOnRowRanges) {
   const auto [dt, T, rows, cols, pad, threads] = GetParam();
   (void)threads;
-  const Weight w = make_weight(dt, rows, cols, cols + pad, 5u + uint32_t(rows));
+  const Dense w = make_dense(dt, rows, cols, 5u + uint32_t(rows), cols + pad);
   const auto x = randn(size_t(T * cols), 3u + uint32_t(T));
   const int64_t r0 = rows / 3, r1 = rows - rows / 5;
   std::vector<float> a(size_t(T * rows), 0.f), b(size_t(T * rows), 0.f), want(a.size(), 0.f);
@@ -117,7 +94,7 @@ TEST(DenseKernel, MisalignedWeightsGiveIdenticalResults) {
   for (DType dt : {DType::F32, DType::BF16})
     for (int T : {1, 3, 9}) {
       const int64_t rows = 21, cols = 37;  // odd widths: every scalar tail runs
-      const Weight w = make_weight(dt, rows, cols, cols, 17u + uint32_t(T));
+      const Dense w = make_dense(dt, rows, cols, 17u + uint32_t(T), cols);
       std::vector<uint8_t> shifted(w.bytes.size() + 8);
       size_t off = 0;
       while ((reinterpret_cast<uintptr_t>(shifted.data()) + off) % 4 != 1) ++off;
@@ -143,7 +120,7 @@ TEST(DenseKernel, EveryCompiledTarget) {
     for (DType dt : {DType::BF16, DType::F32})
       for (int T : {1, 3, 9, 12, 33}) {
         const int64_t K = 1300;  // two column blocks of the few-token kernel
-        const Weight w = make_weight(dt, 21, K, K + 5, 17u + uint32_t(T));
+        const Dense w = make_dense(dt, 21, K, 17u + uint32_t(T), K + 5);
         const auto x = randn(size_t(T * K), 19u + uint32_t(T));
         std::vector<float> got(size_t(T * 21) + 64, -1.f), want(got);
         matmul_rows(x.data(), T, K, w.view, 0, 21, got.data(), 21);

@@ -23,37 +23,12 @@
 namespace inkling {
 namespace {
 
+using testing::Dense;
+using testing::make_dense;
 using testing::QMat;
 using testing::randn;
 
 constexpr int64_t kMaxT = kFewMaxTokens;
-
-struct Dense {
-  std::vector<uint8_t> bytes;
-  MatView view;
-};
-
-Dense make_dense(DType dt, int64_t rows, int64_t cols, uint32_t seed) {
-  Dense d;
-  const auto f = randn(size_t(rows * cols), seed);
-  const size_t es = dtype_size(dt);
-  d.bytes.resize(f.size() * es);
-  for (size_t i = 0; i < f.size(); ++i) {
-    if (dt == DType::F32) {
-      std::memcpy(d.bytes.data() + i * 4, &f[i], 4);
-    } else {
-      uint16_t b = f32_to_bf16(f[i]);
-      if (dt == DType::F16) b = uint16_t(0x3c00 | (b & 0x83ff));  // finite f16 values
-      std::memcpy(d.bytes.data() + i * 2, &b, 2);
-    }
-  }
-  d.view.dtype = dt;
-  d.view.data = d.bytes.data();
-  d.view.rows = rows;
-  d.view.cols = cols;
-  d.view.row_stride = cols;
-  return d;
-}
 
 // matmul of tokens [0, T) vs each token alone, bitwise, for T = 1..kMaxT; with no pool and with
 // 2 threads (a different split of the rows).
