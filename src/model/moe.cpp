@@ -22,7 +22,8 @@ namespace {
 int gate_up_jobs(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_t W, float* gu,
                  MatView* whole, MatmulJob* jobs, bool* interleaved) {
   *interleaved = false;
-  if (join_halves(w.gate, w.up, whole, interleaved)) {
+  // Joined halves whose load-time tiles are not one run would regroup per call: keep the halves.
+  if (join_halves(w.gate, w.up, whole, interleaved) && (whole->tiles || !w.gate.tiles)) {
     jobs[0] = {x, T, H, whole, gu, 2 * W};
     return 1;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ struct Weights {
     uint64_t bytes = 0;
   };
   std::map<std::string, Storage> storage;
+  // Load-time tiles of the matrices whose fast kernels take them (model/weight_tiles.h): one
+  // allocation the views' `tiles` point into; null in exact numerics.
+  std::shared_ptr<uint8_t> tile_arena;
+  uint64_t tile_bytes = 0;
 
   // The MoE branch of physical layer `l` in either family (Inkling: null for a dense layer or a
   // layer out of range; Inkling 2: every layer, each visit of a looped layer shares it).

@@ -248,6 +248,15 @@ constexpr KernelSet kNvfp4Bf16FastGemm{{kBf16DotQ4Fast, kBf16DotQ4Fast, kQ4Int8G
 // where the lane-set kernel does not run): two parts in both grades, as that decode kernel.
 constexpr KernelSet kAffine4Int8Gemm{{kQ4Int8FineWide, kQ4Int8FineWide, kQ4Int8Gemm[1]},
                                      affine_dequant_row};
+// Affine 4-bit with load-time tiles (fast numerics, MatView::tiles): the int8 gemm for every
+// count of tokens, its regrouping done once at load, so a (row, token) has the same bits decoded,
+// batched, verified or prefilled. One int8 part of x per block of 32 for the routed experts, two
+// for the rest, as the gemm takes them for 17+ tokens.
+constexpr Kernel kQ4Tiles[2] = {{"avx512-vnni tiles q4 (x int8)", q4_int8_gemm_rows},
+                                {"avx512-vnni tiles q4 (x 2 x int8)", q4_int8_gemm_fine_rows}};
+constexpr KernelSet kAffine4Tiles[2] = {
+    {{kQ4Tiles[0], kQ4Tiles[0], kQ4Tiles[0]}, affine_dequant_row},
+    {{kQ4Tiles[1], kQ4Tiles[1], kQ4Tiles[1]}, affine_dequant_row}};
 bool gemm_for(const MatView& w, KernelMode m) {
   return m != KernelMode::kExact && q4_int8_gemm_enabled() && q4_int8_gemm_handles(w);
 }
@@ -259,6 +268,7 @@ bool int8_for(const MatView& w, KernelMode m) {
 const KernelSet* select_affine4(const MatView& w, KernelMode m) {
   if (!groups_fit(w)) return nullptr;
   const bool fine = m == KernelMode::kFastFine;
+  if (w.tiles && gemm_for(w, m)) return &kAffine4Tiles[fine];
   if (vnni_for(w)) {
     if (m == KernelMode::kExact) return &kAffine4Vnni[hwy_gemm_q4_supported(w)];
     if (gemm_for(w, m)) return &kAffine4VnniFastGemm[fine];

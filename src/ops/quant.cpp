@@ -65,6 +65,7 @@ MatView slice_cols(const MatView& w, int64_t c0, int64_t n) {
   MatView v = w;
   v.cols = n;
   v.kernels = nullptr;  // the kernel choice may depend on the columns
+  v.tiles = nullptr, v.tile_stride = 0;
   switch (w.format) {
     case WeightFormat::kDense:
       v.data = w.data + size_t(c0) * dtype_size(w.dtype);

@@ -4,9 +4,12 @@
 #include "ops/quant_q4_int8_gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "base/aligned_scratch.h"
+#include "inkling/status.h"
 #include "ops/kernel_switch.h"
 #include "ops/quant_q4_int8_prepared.h"
 
@@ -30,6 +33,7 @@ namespace inkling {
 namespace {
 
 KernelSwitch g_switch{"INKLING_NO_Q4INT8_GEMM"};
+KernelSwitch g_tiles{"INKLING_NO_Q4_TILES"};
 
 }  // namespace
 
@@ -54,6 +58,28 @@ struct Scratch {
   AlignedScratch<int32_t> corr;  // NVFP4, per group of 16: 128 x the 16 rows' code sums
 };
 
+// One tile as the kernel reads it: regrouped codes, then per factor group the 16 rows' weight
+// factors (and affine biases) as elements of kSc (F32 from a per-call regrouping; the view's
+// scale dtype from load-time tiles: both convert exactly to the same f32), NVFP4's corrections.
+struct TileRef {
+  const uint8_t* codes = nullptr;
+  const uint8_t* fac = nullptr;
+  const uint8_t* bias = nullptr;
+  const int32_t* corr = nullptr;
+};
+
+// The 16 lanes of factor group k (elements of kSc) as f32.
+template <DType kSc>
+INK_GEMM512 inline __m512 load_lanes(const uint8_t* base, int64_t k) {
+  if constexpr (kSc == DType::F32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(base) + k * kRows);
+  } else {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + k * kRows * 2));
+    if constexpr (kSc == DType::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
 INK_GEMM512 inline __m512i bcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -70,7 +96,7 @@ INK_GEMM512 inline __m512i nv_values(__m512i codes) {
 // Rows [rb, rb + nr) of w into s: codes regrouped per block (rows past nr repeat the last one and
 // are never stored), factors and biases per group as 16 lanes, NVFP4's offset corrections.
 template <bool kNv>
-INK_GEMM512 void pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) {
+INK_GEMM512 TileRef pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) {
   const int64_t cols = w.cols, nb = cols / 32;
   alignas(64) int32_t off[kRows];
   for (int i = 0; i < kRows; ++i) off[i] = int32_t(std::min(i, nr - 1) * w.row_stride);
@@ -105,27 +131,31 @@ INK_GEMM512 void pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) {
       _mm512_store_si512(corr + k * kRows, sum);
     }
   }
+  return {tile, reinterpret_cast<const uint8_t*>(fac), reinterpret_cast<const uint8_t*>(bias),
+          kNv ? s.corr.data() : nullptr};
 }
 
 // One tile's rows for tokens t0 .. t0 + NT - 1 (rows masked by rmask at the store).
-template <bool kNv, int kGroup, int kParts, int NT>
-INK_GEMM512 void tile_tokens(const Scratch& s, const MatView& w, int64_t t0, int64_t rb,
-                             __mmask16 rmask, float* y, int64_t ldy) {
-  const int64_t cols = w.cols, nb = cols / 32;
-  const uint8_t* tile = s.tile.data();
-  const float* fac = s.fac.data();
+template <bool kNv, int kGroup, int kParts, int NT, DType kSc>
+INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t cols, int64_t t0,
+                             int64_t rb, __mmask16 rmask, float* y, int64_t ldy, int64_t pf) {
+  const int64_t nb = cols / 32;
+  const uint8_t* tile = tr.codes;
   const int8_t* a[NT];
   const int8_t* c[NT];
   const float* d[NT];
   _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-    a[t] = s.p.a.data() + (t0 + t) * cols;
-    c[t] = kParts == 2 ? s.p.c.data() + (t0 + t) * cols : nullptr;
-    d[t] = s.p.d.data() + (t0 + t) * nb;
+    a[t] = p.a.data() + (t0 + t) * cols;
+    c[t] = kParts == 2 ? p.c.data() + (t0 + t) * cols : nullptr;
+    d[t] = p.d.data() + (t0 + t) * nb;
   }
   const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
   __m512 acc[NT];
   _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    if (pf > 0)  // load-time tiles stream from memory: the lines pf bytes ahead
+      _Pragma("GCC unroll 4") for (int l = 0; l < 4; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(tile + (4 * b + l) * 64 + pf), _MM_HINT_T0);
     __m512i A[4], B[4];
     _Pragma("GCC unroll 8") for (int j = 0; j < 4; ++j) {
       const __m512i v = _mm512_load_si512(tile + (4 * b + j) * 64);
@@ -134,7 +164,7 @@ INK_GEMM512 void tile_tokens(const Scratch& s, const MatView& w, int64_t t0, int
     }
     const int64_t at = 64 * (b / 2) + 16 * (b % 2);  // the block's first A part; B's are +32
     if constexpr (!kNv) {
-      const __m512 wf = _mm512_load_ps(fac + (b * 32 / kGroup) * kRows);
+      const __m512 wf = load_lanes<kSc>(tr.fac, b * 32 / kGroup);
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
         auto sums = [&](__m512i sum, const int8_t* x) INK_GEMM512_LAMBDA {
           _Pragma("GCC unroll 8") for (int j = 0; j < 4; ++j) {
@@ -151,8 +181,8 @@ INK_GEMM512 void tile_tokens(const Scratch& s, const MatView& w, int64_t t0, int
     } else {
       _Pragma("GCC unroll 2") for (int q = 0; q < 2; ++q) {  // the block's two groups of 16 columns
         const int64_t k = 2 * b + q;
-        const __m512 wf = _mm512_load_ps(fac + k * kRows);
-        const __m512i corr = _mm512_load_si512(s.corr.data() + k * kRows);
+        const __m512 wf = load_lanes<kSc>(tr.fac, k);
+        const __m512i corr = _mm512_load_si512(tr.corr + k * kRows);
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
           auto sums = [&](const int8_t* x) INK_GEMM512_LAMBDA {
             __m512i sum = _mm512_setzero_si512();
@@ -175,12 +205,28 @@ INK_GEMM512 void tile_tokens(const Scratch& s, const MatView& w, int64_t t0, int
     __m512 bs = _mm512_setzero_ps();
     if constexpr (!kNv) {
       const int64_t ng = cols / kGroup;
-      const float* gs = s.p.gsum.data() + (t0 + t) * ng;
+      const float* gs = p.gsum.data() + (t0 + t) * ng;
       for (int64_t g = 0; g < ng; ++g)
-        bs = _mm512_fmadd_ps(_mm512_load_ps(s.bias.data() + g * kRows), _mm512_set1_ps(gs[g]), bs);
+        bs = _mm512_fmadd_ps(load_lanes<kSc>(tr.bias, g), _mm512_set1_ps(gs[g]), bs);
     }
     _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rb, rmask, _mm512_add_ps(acc[t], bs));
   }
+}
+
+// Every token of x against one tile: 8 tokens per pass over its registers, then 4, 2, 1.
+template <bool kNv, int kGroup, int kParts, DType kSc>
+void tile_all_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t cols, int64_t n_tok,
+                     int64_t rb, __mmask16 rmask, float* y, int64_t ldy, int64_t pf = 0) {
+  int64_t t0 = 0;
+  auto pass = [&](auto nt) {  // the first pass reads the tile from memory
+    tile_tokens<kNv, kGroup, kParts, nt(), kSc>(tr, p, cols, t0, rb, rmask, y, ldy,
+                                                t0 == 0 ? pf : 0);
+    t0 += nt();
+  };
+  while (t0 + kTokBlock <= n_tok) pass(std::integral_constant<int, kTokBlock>{});
+  if (n_tok - t0 >= 4) pass(std::integral_constant<int, 4>{});
+  if (n_tok - t0 >= 2) pass(std::integral_constant<int, 2>{});
+  if (n_tok - t0 >= 1) pass(std::integral_constant<int, 1>{});
 }
 
 template <bool kNv, int kGroup, int kParts>
@@ -189,19 +235,32 @@ void gemm(Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, f
   for (int64_t rb = r0; rb < r1; rb += kRows) {
     const int nr = int(std::min<int64_t>(kRows, r1 - rb));
     const __mmask16 rmask = __mmask16((1u << nr) - 1);
-    pack_tile<kNv>(w, rb, nr, s);
-    int64_t t0 = 0;
-    for (; t0 + kTokBlock <= n_tok; t0 += kTokBlock)
-      tile_tokens<kNv, kGroup, kParts, kTokBlock>(s, w, t0, rb, rmask, y, ldy);
-    if (n_tok - t0 >= 4) {
-      tile_tokens<kNv, kGroup, kParts, 4>(s, w, t0, rb, rmask, y, ldy);
-      t0 += 4;
-    }
-    if (n_tok - t0 >= 2) {
-      tile_tokens<kNv, kGroup, kParts, 2>(s, w, t0, rb, rmask, y, ldy);
-      t0 += 2;
-    }
-    if (n_tok - t0 >= 1) tile_tokens<kNv, kGroup, kParts, 1>(s, w, t0, rb, rmask, y, ldy);
+    const TileRef tr = pack_tile<kNv>(w, rb, nr, s);
+    tile_all_tokens<kNv, kGroup, kParts, DType::F32>(tr, s.p, w.cols, n_tok, rb, rmask, y, ldy);
+  }
+}
+
+int64_t tile_prefetch() {
+  static const int64_t d = [] {
+    const char* e = std::getenv("INKLING_TILE_PF");
+    return e ? std::atoll(e) : int64_t(4096);
+  }();
+  return d;
+}
+
+// The same over load-time tiles (affine): tile rb / 16 of the view, rows outside [r0, r1) masked.
+template <int kGroup, int kParts, DType kSc>
+void gemm_tiles(const Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
+                float* y, int64_t ldy) {
+  const int64_t fac_bytes = w.cols / kGroup * kRows * int64_t(dtype_size(kSc));
+  const int64_t code_bytes = w.cols / 32 * 4 * 64;
+  for (int64_t rb = r0 - r0 % kRows; rb < r1; rb += kRows) {
+    const int lo = int(std::max(r0, rb) - rb), hi = int(std::min(r1, rb + kRows) - rb);
+    const __mmask16 rmask = __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1));
+    const uint8_t* t = w.tiles + (rb / kRows) * w.tile_stride;
+    const TileRef tr{t, t + code_bytes, t + code_bytes + fac_bytes, nullptr};
+    tile_all_tokens<false, kGroup, kParts, kSc>(tr, p, w.cols, n_tok, rb, rmask, y, ldy,
+                                                tile_prefetch());
   }
 }
 
@@ -211,6 +270,45 @@ bool cpu_has_gemm() {
 
 }  // namespace
 #endif  // INKLING_HAVE_Q4GEMM
+
+int64_t q4_int8_tile_stride(const MatView& w) {
+  if (w.format != WeightFormat::kAffine || !q4_int8_gemm_handles(w) || !w.scales) return 0;
+  if (w.scale_dtype != DType::BF16 && w.scale_dtype != DType::F16 && w.scale_dtype != DType::F32)
+    return 0;
+  const int64_t es = int64_t(dtype_size(w.scale_dtype));
+  const int64_t bytes = w.cols / 32 * 4 * 64 + 2 * (w.cols / w.group) * 16 * es;
+  return (bytes + 63) / 64 * 64;
+}
+
+int64_t q4_int8_tiles_bytes(const MatView& w) {
+  return (w.rows + 15) / 16 * q4_int8_tile_stride(w);
+}
+
+void q4_int8_pack_tiles(const MatView& w, uint8_t* out) {
+  const int64_t stride = q4_int8_tile_stride(w);
+  INK_CHECK(stride > 0);
+  const int64_t nb = w.cols / 32, ng = w.cols / w.group;
+  const size_t es = dtype_size(w.scale_dtype);
+  for (int64_t rb = 0; rb < w.rows; rb += 16) {
+    uint8_t* t = out + (rb / 16) * stride;
+    uint8_t* fac = t + nb * 4 * 64;
+    uint8_t* bias = fac + ng * 16 * int64_t(es);
+    for (int i = 0; i < 16; ++i) {
+      const int64_t r = std::min(rb + i, w.rows - 1);  // a short last tile repeats its last row
+      const uint8_t* src = w.row(r);
+      for (int64_t b = 0; b < nb; ++b)
+        for (int j = 0; j < 4; ++j)
+          std::memcpy(t + (4 * b + j) * 64 + 4 * i, src + 16 * b + 4 * j, 4);
+      const size_t soff = size_t(r * w.scale_stride) * es;
+      for (int64_t g = 0; g < ng; ++g) {
+        std::memcpy(fac + (g * 16 + i) * int64_t(es), w.scales + soff + size_t(g) * es, es);
+        std::memcpy(bias + (g * 16 + i) * int64_t(es), w.biases + soff + size_t(g) * es, es);
+      }
+    }
+    std::memset(bias + ng * 16 * int64_t(es), 0,
+                size_t(stride - (nb * 4 * 64 + 2 * ng * 16 * int64_t(es))));
+  }
+}
 
 bool q4_int8_gemm_available() {
 #if INKLING_HAVE_Q4GEMM
@@ -229,12 +327,33 @@ void set_q4_int8_gemm_enabled(bool on) {
   g_switch.set(on, q4_int8_gemm_available());
 }
 
+bool q4_int8_tiles_enabled() {
+  return g_tiles.enabled(q4_int8_gemm_enabled());
+}
+
+void set_q4_int8_tiles_enabled(bool on) {
+  g_tiles.set(on, q4_int8_gemm_enabled());
+}
+
 void q4_int8_gemm_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
                              int64_t r0, int64_t r1, float* y, int64_t ldy, int parts) {
 #if INKLING_HAVE_Q4GEMM
   thread_local Scratch s;
   q4_int8_prepare(x, n_tok, ldx, w, parts, false, s.p);
+  const bool tiles = w.tiles && w.format == WeightFormat::kAffine;
   q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
+    if constexpr (!nv()) {
+      if (tiles) {
+        switch (w.scale_dtype) {
+          case DType::BF16:
+            return gemm_tiles<group(), np(), DType::BF16>(s.p, n_tok, w, r0, r1, y, ldy);
+          case DType::F16:
+            return gemm_tiles<group(), np(), DType::F16>(s.p, n_tok, w, r0, r1, y, ldy);
+          default:
+            return gemm_tiles<group(), np(), DType::F32>(s.p, n_tok, w, r0, r1, y, ldy);
+        }
+      }
+    }
     gemm<nv(), group(), np()>(s, n_tok, w, r0, r1, y, ldy);
   });
 #else

@@ -47,6 +47,24 @@ void q4_int8_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView
 void q4_int8_gemm_fine_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
                             int64_t r0, int64_t r1, float* y, int64_t ldy);
 
+// Load-time tiles (fast numerics; MatView::tiles): an affine view's 16-row tiles regrouped once,
+// so that no call regroups them and 1..16 tokens take this kernel too (decode, batched decode,
+// speculative verification) with the bits the gemm gives every count of tokens. Per tile of 16
+// rows (a short last tile repeats its last row): the codes as a call regroups them (cols / 32
+// blocks x 4 vectors of 64 bytes), then per group the 16 rows' scales, then their biases, as
+// elements of the view's scale dtype (lane i = row i), zero padding to a multiple of 64 bytes.
+// Bytes per tile (0: the view takes no tiles: NVFP4, or a scale dtype other than bf16/f16/f32).
+int64_t q4_int8_tile_stride(const MatView& w);
+// Whether the weights of a fast-numerics engine get tiles at load: the gemm is enabled and neither
+// set_q4_int8_tiles_enabled(false) nor INKLING_NO_Q4_TILES=1 turned them off (then 1..16 tokens
+// take the VNNI lane-set kernels, x split per lane set, and nothing is copied at load).
+bool q4_int8_tiles_enabled();
+void set_q4_int8_tiles_enabled(bool on);
+// Bytes of the tiles of all w.rows rows.
+int64_t q4_int8_tiles_bytes(const MatView& w);
+// Writes them to out (q4_int8_tiles_bytes(w) bytes; 64-byte aligned for the kernel). Any host.
+void q4_int8_pack_tiles(const MatView& w, uint8_t* out);
+
 // The scalar twin: the same split, integer sums and f32 steps in the same order; any host.
 void q4_int8_gemm_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                            int64_t r1, float* y, int64_t ldy, int parts);

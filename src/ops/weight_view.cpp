@@ -34,6 +34,11 @@ bool join_halves(const MatView& a, const MatView& b, MatView* whole, bool* inter
     return false;
   }
   if (w.row_stride < (quant ? w.cols * w.bits / 8 : w.cols)) return false;  // rows would overlap
+  // Stacked halves keep their tiles when b's follow a's (a ends on a whole tile).
+  const bool tiles_run = a.tiles && !*interleaved && a.rows % 16 == 0 &&
+                         b.tiles == a.tiles + (a.rows / 16) * a.tile_stride &&
+                         b.tile_stride == a.tile_stride;
+  if (!tiles_run) w.tiles = nullptr, w.tile_stride = 0;
   *whole = w;
   return true;
 }

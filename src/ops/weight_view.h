@@ -44,6 +44,12 @@ struct MatView {
   // asks the registry on every call. Row slices and joined halves keep it (the choice depends
   // on the format, its parameters and the columns only); column slices clear it.
   const KernelSet* kernels = nullptr;
+  // Load-time tiles (fast numerics, ops/quant_q4_int8_gemm.h q4_int8_pack_tiles): rows [0, rows)
+  // regrouped 16 at a time, `tile_stride` bytes per tile, owned by the weights. Null elsewhere.
+  // Row slices that start on a tile keep them; other slices, column slices and joined halves
+  // whose tiles are not one run drop them (the kernel then regroups per call: the same bits).
+  const uint8_t* tiles = nullptr;
+  int64_t tile_stride = 0;
 
   const uint8_t* row(int64_t r) const {
     return format == WeightFormat::kDense ? data + size_t(r * row_stride) * dtype_size(dtype)
@@ -56,6 +62,7 @@ struct MatView {
     v.rows = n;
     if (scales) v.scales = scales + size_t(begin * scale_stride) * dtype_size(scale_dtype);
     if (biases) v.biases = biases + size_t(begin * scale_stride) * dtype_size(scale_dtype);
+    if (tiles) v.tiles = begin % 16 == 0 ? tiles + (begin / 16) * tile_stride : nullptr;
     return v;
   }
 };

@@ -12,7 +12,9 @@
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "model/model.h"
+#include "ops/formats.h"
 #include "ops/quant.h"
+#include "ops/quant_q4_int8_gemm.h"
 
 namespace inkling {
 namespace {
@@ -174,6 +176,71 @@ TEST_P(QuantParity, QuantizedViewsPointIntoTheMapping) {
   for (const auto& [label, s] : (*m)->weights.storage)
     std::printf("[quant parity] %s:   %-16s %3lld tensors %8llu bytes\n", GetParam().c_str(),
                 label.c_str(), (long long)s.tensors, (unsigned long long)s.bytes);
+}
+
+// Fast numerics on an AVX512-VNNI CPU: the 4-bit matrices get load-time tiles (every one but the
+// embedding, which is only looked up), bound for every token count, and a session stepped in a
+// batch of 20 (a piece of 16 rows and one of 4) gets bitwise the logits it gets decoded alone.
+TEST(QuantTiles, FastEngineTilesTheMatricesAndKeepsBatchedRowsBitwise) {
+  const std::string dir = fixture_dir("quant_mlx4") + "/model";
+  if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << "no " << dir;
+  auto m = Model::load(dir);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Weights& w = (*m)->weights;
+  bind_numerics(w, Numerics::kExact);
+  EXPECT_EQ(w.tile_bytes, 0u);
+  bind_numerics(w, Numerics::kFast);
+  if (!q4_int8_tiles_enabled()) GTEST_SKIP() << "no AVX512-VNNI int8 gemm";
+  EXPECT_GT(w.tile_bytes, 0u);
+  int tiled = 0, q4 = 0;
+  for_each_matrix(w, [&](const char* group, const std::string& name, const MatView& v) {
+    if (v.format != WeightFormat::kAffine || v.bits != 4 || std::string(group) == "router") return;
+    ++q4;
+    if (std::string(group) == "embed") {
+      EXPECT_EQ(v.tiles, nullptr) << name;
+      return;
+    }
+    ASSERT_NE(v.tiles, nullptr) << name;
+    ++tiled;
+    EXPECT_EQ(v.kernels->for_tokens(1).rows, v.kernels->for_tokens(17).rows) << name;
+  });
+  std::printf("[quant tiles] %d of %d 4-bit matrices tiled, %.2f MB\n", tiled, q4,
+              double(w.tile_bytes) / 1e6);
+  EXPECT_GT(tiled, 0);
+  bind_numerics(w, Numerics::kExact);  // exact drops them again
+  EXPECT_EQ(w.tile_bytes, 0u);
+  EXPECT_EQ(w.lm_head.tiles, nullptr);
+
+  auto e = Engine::load(dir, testing::parity_options(2, 64, Numerics::kFast));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const auto prompt =
+      json_ids(read_json(fixture_dir("quant_mlx4") + "/ref/prompt.json"), "prompt_ids");
+  const size_t V = size_t(e.value()->info().unpadded_vocab);
+  constexpr size_t kN = 20;
+  std::vector<std::unique_ptr<Session>> batch, alone;
+  std::vector<int32_t> tok(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    const std::vector<int32_t> p(prompt.begin(), prompt.begin() + 1 + i % prompt.size());
+    batch.push_back(e.value()->new_session());
+    alone.push_back(e.value()->new_session());
+    ASSERT_TRUE(batch.back()->prefill(p).ok());
+    ASSERT_TRUE(alone.back()->prefill(p).ok());
+    tok[i] = prompt[(i * 7) % prompt.size()];
+  }
+  for (int round = 0; round < 2; ++round) {
+    std::vector<Session*> ss;
+    std::vector<std::span<const int32_t>> in;
+    for (size_t i = 0; i < kN; ++i) ss.push_back(batch[i].get()), in.emplace_back(&tok[i], 1);
+    ASSERT_TRUE(e.value()->step(ss, in).ok());
+    for (size_t i = 0; i < kN; ++i) {
+      auto l = alone[i]->decode(tok[i]);
+      ASSERT_TRUE(l.ok());
+      const auto got = batch[i]->last_logits();
+      ASSERT_EQ(got.size(), V);
+      EXPECT_EQ(std::memcmp(got.data(), l->data(), V * 4), 0)
+          << "session " << i << " round " << round;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantParity, ::testing::ValuesIn(kFixtures),
