@@ -61,6 +61,8 @@ struct KernelSet {
 // only the tokens routed to it) and kFastFine two (x within ~2^-15 of its lane set's max: the
 // matrices every token passes, whose rounding reaches every logit); on the trained demo model's
 // 4-bit copy one part everywhere measured KL 3.5e-4, over the 2.5e-4 bar (docs/performance.md).
+// Affine 4-bit views with load-time tiles (MatView::tiles) take the int8 gemm in both fast grades
+// for every token count: x per block of 32, one part (kFast) or two (kFastFine).
 enum class KernelMode : uint8_t { kExact, kFast, kFastFine };
 constexpr KernelMode kernel_mode(Numerics n) {
   return n == Numerics::kFast ? KernelMode::kFast : KernelMode::kExact;

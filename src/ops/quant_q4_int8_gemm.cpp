@@ -165,19 +165,33 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
     const int64_t at = 64 * (b / 2) + 16 * (b % 2);  // the block's first A part; B's are +32
     if constexpr (!kNv) {
       const __m512 wf = load_lanes<kSc>(tr.fac, b * 32 / kGroup);
-      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-        auto sums = [&](__m512i sum, const int8_t* x) INK_GEMM512_LAMBDA {
-          _Pragma("GCC unroll 8") for (int j = 0; j < 4; ++j) {
-            sum = _mm512_dpbusd_epi32(sum, A[j], bcast4(x + at + 4 * j));
-            sum = _mm512_dpbusd_epi32(sum, B[j], bcast4(x + at + 32 + 4 * j));
-          }
-          return sum;
-        };
-        __m512i I = sums(_mm512_setzero_si512(), a[t]);
-        if constexpr (kParts == 2) I = sums(_mm512_slli_epi32(I, 8), c[t]);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), _mm512_mul_ps(wf, _mm512_set1_ps(d[t][b])),
-                                 acc[t]);
+      // The integer sums of every token at once, the tokens' chains interleaved so that
+      // VPDPBUSD's latency is hidden (one or two tokens: the low and high nibbles in two chains
+      // each); integer sums are exact, so any order gives the same I.
+      constexpr int kCh = NT <= 2 ? 2 : 1;
+      auto sums = [&](const int8_t* const* x, __m512i* I) INK_GEMM512_LAMBDA {
+        __m512i S[NT][kCh];
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t)
+            _Pragma("GCC unroll 2") for (int h = 0; h < kCh; ++h) S[t][h] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8") for (int j = 0; j < 4; ++j) {
+          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) S[t][0] =
+              _mm512_dpbusd_epi32(S[t][0], A[j], bcast4(x[t] + at + 4 * j));
+          _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) S[t][kCh - 1] =
+              _mm512_dpbusd_epi32(S[t][kCh - 1], B[j], bcast4(x[t] + at + 32 + 4 * j));
+        }
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) I[t] =
+            kCh == 2 ? _mm512_add_epi32(S[t][0], S[t][kCh - 1]) : S[t][0];
+      };
+      __m512i I[NT];
+      sums(a, I);
+      if constexpr (kParts == 2) {
+        __m512i C[NT];
+        sums(c, C);
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) I[t] =
+            _mm512_add_epi32(_mm512_slli_epi32(I[t], 8), C[t]);
       }
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t] = _mm512_fmadd_ps(
+          _mm512_cvtepi32_ps(I[t]), _mm512_mul_ps(wf, _mm512_set1_ps(d[t][b])), acc[t]);
     } else {
       _Pragma("GCC unroll 2") for (int q = 0; q < 2; ++q) {  // the block's two groups of 16 columns
         const int64_t k = 2 * b + q;
@@ -201,16 +215,22 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
       }
     }
   }
-  _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-    __m512 bs = _mm512_setzero_ps();
-    if constexpr (!kNv) {
-      const int64_t ng = cols / kGroup;
-      const float* gs = p.gsum.data() + (t0 + t) * ng;
-      for (int64_t g = 0; g < ng; ++g)
-        bs = _mm512_fmadd_ps(load_lanes<kSc>(tr.bias, g), _mm512_set1_ps(gs[g]), bs);
+  // The affine bias term, per token over the groups in order (each group's biases converted once
+  // for all the tokens).
+  __m512 bs[NT];
+  _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) bs[t] = _mm512_setzero_ps();
+  if constexpr (!kNv) {
+    const int64_t ng = cols / kGroup;
+    const float* gs[NT];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) gs[t] = p.gsum.data() + (t0 + t) * ng;
+    for (int64_t g = 0; g < ng; ++g) {
+      const __m512 bl = load_lanes<kSc>(tr.bias, g);
+      _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) bs[t] =
+          _mm512_fmadd_ps(bl, _mm512_set1_ps(gs[t][g]), bs[t]);
     }
-    _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rb, rmask, _mm512_add_ps(acc[t], bs));
   }
+  _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t)
+      _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rb, rmask, _mm512_add_ps(acc[t], bs[t]));
 }
 
 // Every token of x against one tile: 8 tokens per pass over its registers, then 4, 2, 1.
