@@ -69,10 +69,11 @@ void prepare_weight_tiles(Weights& w, Numerics n, int threads) {
                  double(total) / 1e9, double(avail) / 1e9);
     return;
   }
-  constexpr std::align_val_t kAlign{64};
-  uint8_t* arena = static_cast<uint8_t*>(::operator new[](size_t(total), kAlign));
-  w.tile_arena =
-      std::shared_ptr<uint8_t>(arena, [kAlign](uint8_t* p) { ::operator delete[](p, kAlign); });
+  struct AlignedDelete {
+    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  uint8_t* arena = static_cast<uint8_t*>(::operator new[](size_t(total), std::align_val_t{64}));
+  w.tile_arena = std::shared_ptr<uint8_t>(arena, AlignedDelete{});
   w.tile_bytes = uint64_t(total);
 
   int nt = threads > 0 ? threads : int(std::thread::hardware_concurrency());

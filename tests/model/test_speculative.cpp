@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "../common/batched_rows.h"
 #include "../common/fixtures.h"
 #include "../common/sanitizers.h"
 #include "../common/speculative_run.h"
@@ -394,32 +395,8 @@ TEST(Speculative, BatchedStepRowsAreBitwiseDecodeSteps) {
   auto e = Engine::load(kMulti, EngineOptions{2, 64});
   ASSERT_TRUE(e.ok());
   const auto prompt = json_ids(read_json(kMulti + "/ref.json"), "prompt_ids");
-  const size_t V = size_t(e.value()->info().unpadded_vocab);
-  constexpr size_t kN = 20;  // more than kFewMaxTokens: the batch runs in pieces
-  std::vector<std::unique_ptr<Session>> batch, alone;
-  std::vector<int32_t> tok(kN);
-  for (size_t i = 0; i < kN; ++i) {
-    const std::vector<int32_t> p(prompt.begin(), prompt.begin() + 1 + i % prompt.size());
-    batch.push_back(e.value()->new_session());
-    alone.push_back(e.value()->new_session());
-    ASSERT_TRUE(batch.back()->prefill(p).ok());
-    ASSERT_TRUE(alone.back()->prefill(p).ok());
-    tok[i] = prompt[(i * 7) % prompt.size()];
-  }
-  for (int round = 0; round < 3; ++round) {
-    std::vector<Session*> ss;
-    std::vector<std::span<const int32_t>> in;
-    for (size_t i = 0; i < kN; ++i) ss.push_back(batch[i].get()), in.emplace_back(&tok[i], 1);
-    ASSERT_TRUE(e.value()->step(ss, in).ok());
-    for (size_t i = 0; i < kN; ++i) {
-      auto l = alone[i]->decode(tok[i]);
-      ASSERT_TRUE(l.ok());
-      const auto got = batch[i]->last_logits();
-      ASSERT_EQ(got.size(), V);
-      EXPECT_EQ(std::memcmp(got.data(), l->data(), V * 4), 0)
-          << "session " << i << " round " << round;
-    }
-  }
+  // 20 sessions, more than kFewMaxTokens: the batch runs in pieces.
+  testing::expect_batched_rows_bitwise_alone(*e.value(), prompt, 20, 3);
 }
 
 TEST(Speculative, BadDraftCountsAndModelsWithoutDepths) {

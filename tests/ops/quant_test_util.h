@@ -234,4 +234,24 @@ struct NoVnniKernel {
   ~NoVnniKernel() { set_affine_vnni_enabled(true); }
 };
 
+// Normal floats from a running generator (tests that draw several inputs from one seed).
+inline std::vector<float> randn_from(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& e : v) e = nd(rng);
+  return v;
+}
+
+// The int8 gemm (ops/quant_q4_int8_gemm.h) against its scalar twin, bitwise, over rows [r0, r1)
+// (rows outside them must stay untouched: the output starts filled with -7).
+inline void expect_gemm_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, int parts,
+                             const std::vector<float>& x, int64_t ldx, const std::string& what) {
+  const int64_t ldy = w.rows + 2;
+  std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got);
+  q4_int8_gemm_parts_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy, parts);
+  q4_int8_gemm_rows_ref(x.data(), n_tok, ldx, w, r0, r1, want.data(), ldy, parts);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(f32_to_bits(got[i]), f32_to_bits(want[i])) << what << " at " << i;
+}
+
 }  // namespace inkling::testing

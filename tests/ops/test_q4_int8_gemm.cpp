@@ -22,23 +22,6 @@ namespace {
 
 using testing::QMat;
 
-std::vector<float> g8_randn(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& e : v) e = nd(rng);
-  return v;
-}
-
-void g8_expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, int parts,
-                    const std::vector<float>& x, int64_t ldx, const std::string& what) {
-  const int64_t ldy = w.rows + 2;
-  std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got);
-  q4_int8_gemm_parts_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy, parts);
-  q4_int8_gemm_rows_ref(x.data(), n_tok, ldx, w, r0, r1, want.data(), ldy, parts);
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(f32_to_bits(got[i]), f32_to_bits(want[i])) << what << " at " << i;
-}
-
 TEST(Q4Int8Gemm, KernelIsBitwiseItsTwin) {
   if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
   std::mt19937 rng(21);
@@ -53,22 +36,23 @@ TEST(Q4Int8Gemm, KernelIsBitwiseItsTwin) {
       for (const QMat& q : mats)
         for (int64_t n_tok : {1, 3, 8, 15, 17, 30}) {
           const int64_t ldx = cols + 3;
-          auto x = g8_randn(size_t(n_tok * ldx), rng);
+          auto x = testing::randn_from(size_t(n_tok * ldx), rng);
           x[1] = 250.f;                                                             // an outlier
           for (int64_t i = 0; i < 32; ++i) x[size_t((n_tok - 1) * ldx + i)] = 0.f;  // a zero block
           const std::string what = format_label(q.view) + " " + dtype_name(q.view.scale_dtype) +
                                    " cols " + std::to_string(cols) + " parts " +
                                    std::to_string(parts) + " tokens " + std::to_string(n_tok);
-          g8_expect_twin(q.view, n_tok, 0, 37, parts, x, ldx, what);  // tiles of 16, 16 and 5
-          g8_expect_twin(q.view, n_tok, 5, 22, parts, x, ldx, what + " rows 5-22");
+          testing::expect_gemm_twin(q.view, n_tok, 0, 37, parts, x, ldx,
+                                    what);  // tiles of 16, 16 and 5
+          testing::expect_gemm_twin(q.view, n_tok, 5, 22, parts, x, ldx, what + " rows 5-22");
         }
     }
-  auto x = g8_randn(size_t(17 * 448), rng);
+  auto x = testing::randn_from(size_t(17 * 448), rng);
   x[900] = std::numeric_limits<float>::quiet_NaN();
   QMat nv = testing::make_nvfp4(9, 448, 1, rng);
   QMat af = testing::make_affine(9, 448, 4, 64, DType::BF16, 1, rng);
-  g8_expect_twin(nv.view, 17, 0, 9, 2, x, 448, "nvfp4 nan");
-  g8_expect_twin(af.view, 17, 0, 9, 2, x, 448, "affine nan");
+  testing::expect_gemm_twin(nv.view, 17, 0, 9, 2, x, 448, "nvfp4 nan");
+  testing::expect_gemm_twin(af.view, 17, 0, 9, 2, x, 448, "affine nan");
 }
 
 // The twin against the exact product of the dequantized weights: within the error of x's parts
@@ -80,7 +64,7 @@ TEST(Q4Int8Gemm, TwinIsWithinTheSplitBound) {
                    testing::make_nvfp4(11, 256, 1, rng)}) {
       const MatView& w = q.view;
       const int64_t n_tok = 19;
-      auto x = g8_randn(size_t(n_tok * 256), rng);
+      auto x = testing::randn_from(size_t(n_tok * 256), rng);
       std::vector<float> y(size_t(n_tok * 11)), row(256);
       q4_int8_gemm_rows_ref(x.data(), n_tok, 256, w, 0, 11, y.data(), 11, parts);
       for (int64_t r = 0; r < 11; ++r) {

@@ -40,23 +40,6 @@ Tiled tile(const MatView& w) {
   return t;
 }
 
-std::vector<float> randn(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& e : v) e = nd(rng);
-  return v;
-}
-
-void expect_twin(const MatView& w, int64_t n_tok, int64_t r0, int64_t r1, int parts,
-                 const std::vector<float>& x, int64_t ldx, const std::string& what) {
-  const int64_t ldy = w.rows + 2;
-  std::vector<float> got(size_t(n_tok * ldy), -7.f), want(got);
-  q4_int8_gemm_parts_rows(x.data(), n_tok, ldx, w, r0, r1, got.data(), ldy, parts);
-  q4_int8_gemm_rows_ref(x.data(), n_tok, ldx, w, r0, r1, want.data(), ldy, parts);
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(f32_to_bits(got[i]), f32_to_bits(want[i])) << what << " at " << i;
-}
-
 TEST(Q4Tiles, LayoutIsTheGemmRegrouping) {
   std::mt19937 rng(31);
   for (DType sdt : {DType::BF16, DType::F16, DType::F32}) {
@@ -99,20 +82,20 @@ TEST(Q4Tiles, KernelOverTilesIsBitwiseItsTwin) {
           Tiled t = tile(q.view);
           for (int64_t n_tok : {1, 2, 3, 8, 15, 16, 17, 30}) {
             const int64_t ldx = cols + 3;
-            auto x = randn(size_t(n_tok * ldx), rng);
+            auto x = testing::randn_from(size_t(n_tok * ldx), rng);
             x[1] = 250.f;                                                             // outlier
             for (int64_t i = 0; i < 32; ++i) x[size_t((n_tok - 1) * ldx + i)] = 0.f;  // zero block
             const std::string what = std::string(dtype_name(sdt)) + " g" + std::to_string(group) +
                                      " cols " + std::to_string(cols) + " parts " +
                                      std::to_string(parts) + " tokens " + std::to_string(n_tok);
-            expect_twin(t.view, n_tok, 0, 37, parts, x, ldx, what);
-            expect_twin(t.view, n_tok, 5, 22, parts, x, ldx, what + " rows 5-22");
-            expect_twin(t.view, n_tok, 33, 37, parts, x, ldx, what + " rows 33-37");
+            testing::expect_gemm_twin(t.view, n_tok, 0, 37, parts, x, ldx, what);
+            testing::expect_gemm_twin(t.view, n_tok, 5, 22, parts, x, ldx, what + " rows 5-22");
+            testing::expect_gemm_twin(t.view, n_tok, 33, 37, parts, x, ldx, what + " rows 33-37");
             const MatView kept = t.view.slice_rows(16, 21), dropped = t.view.slice_rows(3, 30);
             ASSERT_EQ(kept.tiles, t.view.tiles + t.view.tile_stride);
             ASSERT_EQ(dropped.tiles, nullptr);
-            expect_twin(kept, n_tok, 0, 21, parts, x, ldx, what + " slice 16+21");
-            expect_twin(dropped, n_tok, 2, 30, parts, x, ldx, what + " slice 3+30");
+            testing::expect_gemm_twin(kept, n_tok, 0, 21, parts, x, ldx, what + " slice 16+21");
+            testing::expect_gemm_twin(dropped, n_tok, 2, 30, parts, x, ldx, what + " slice 3+30");
           }
         }
       }
@@ -125,7 +108,7 @@ TEST(Q4Tiles, TokenBitsDoNotDependOnTheTokensBeside) {
   QMat q = testing::make_affine(40, 256, 4, 64, DType::BF16, 1, rng);
   Tiled t = tile(q.view);
   const int64_t n = 24;
-  auto x = randn(size_t(n * 256), rng);
+  auto x = testing::randn_from(size_t(n * 256), rng);
   for (int parts : {1, 2}) {
     std::vector<float> all(size_t(n * 40)), one(40);
     q4_int8_gemm_parts_rows(x.data(), n, 256, t.view, 0, 40, all.data(), 40, parts);
