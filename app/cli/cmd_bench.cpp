@@ -74,13 +74,10 @@ double now_s() {
 // module group): exact for checkpoints that quantize some roles and keep others in bf16.
 WeightBytes weight_bytes(const ModelInfo& info) {
   WeightBytes wb;
-  const std::pair<const char*, double*> roles[] = {{"attention", &wb.attention},
-                                                   {"dense mlp", &wb.dense_mlp},
-                                                   {"router", &wb.router},
-                                                   {"routed experts", &wb.expert},
-                                                   {"shared experts", &wb.shared},
-                                                   {"lm_head", &wb.head},
-                                                   {"embed", &wb.embed}};
+  const std::pair<const char*, double*> roles[] = {
+      {"attention", &wb.attention},   {"dense mlp", &wb.dense_mlp},   {"router", &wb.router},
+      {"routed experts", &wb.expert}, {"shared experts", &wb.shared}, {"lm_head", &wb.head},
+      {"embed", &wb.embed},           {"message gates", &wb.gates}};
   for (const auto& [group, out] : roles) {
     double bytes = 0, elements = 0;
     for (const ModelInfo::Storage& s : info.storage)
@@ -102,14 +99,18 @@ nlohmann::json kernels_json(const ModelInfo& info) {
   return out;
 }
 
-nlohmann::json weight_bytes_json(const WeightBytes& wb) {
-  return {{"attention", wb.attention},
-          {"dense_mlp", wb.dense_mlp},
-          {"router", wb.router},
-          {"routed_experts", wb.expert},
-          {"shared_experts", wb.shared},
-          {"lm_head", wb.head},
-          {"embed", wb.embed}};
+// Per role; the message gates only for a model that has them (Inkling 2's looped core).
+nlohmann::json weight_bytes_json(const WeightBytes& wb, const ModelInfo& info) {
+  nlohmann::json j = {{"attention", wb.attention},
+                      {"dense_mlp", wb.dense_mlp},
+                      {"router", wb.router},
+                      {"routed_experts", wb.expert},
+                      {"shared_experts", wb.shared},
+                      {"lm_head", wb.head},
+                      {"embed", wb.embed}};
+  for (const ModelInfo::Storage& s : info.storage)
+    if (s.group == "message gates") j["message_gates"] = wb.gates;
+  return j;
 }
 
 double median(std::vector<double> v) {
@@ -420,7 +421,7 @@ int run_bench(const BenchArgs& args) {
                         {"decode_segments", seg_ratio.size()},
                         {"prefill_gflops", prefill_tok_s * flops / 1e9},
                         {"prefill_ratio", prefill_ratio},
-                        {"weight_bytes_per_element", weight_bytes_json(wb)},
+                        {"weight_bytes_per_element", weight_bytes_json(wb, info)},
                         {"batch", a.batch},
                         {"batch_decode_tok_s", batch_tok_s},
                         {"batch_speedup", a.batch > 0 ? batch_tok_s / decode_tok_s : 0.0},

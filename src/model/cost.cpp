@@ -63,12 +63,11 @@ TokenCost decode_cost(const ModelConfig& c, const WeightBytes& wb, int64_t conte
     t.state_bytes += 2.0 * 4.0 * double(c.conv_k - 1) * (2 * d.kvw + 2 * H);
   }
   // Inkling 2's looped core: each visit of pass 2 or later runs four message gates (q, k, v,
-  // MoE input), each reading down [rank, 2H] (stored as the attention weights are) and forget ++
-  // gain [2H, rank] in f32 (Mini: 96 gates, 170 MB a token).
+  // MoE input), each reading down [rank, 2H], forget [H, rank] and gain [H, rank] (Mini in bf16:
+  // 96 gates, 113 MB a token).
   if (c.family == Family::kInkling2 && c.v2.loop_passes > 1)
     for (const ModelConfig::Visit& v : c.schedule())
-      if (v.pass >= 2)
-        t.attn_weight_bytes += 4.0 * double(c.v2.loop_rank) * 2 * H * (wb.attention + 4.0);
+      if (v.pass >= 2) t.attn_weight_bytes += 4.0 * double(c.v2.loop_rank) * 4 * H * wb.gates;
   t.head_bytes = double(c.unpadded_vocab) * H * wb.head + H * wb.embed;
   t.small_bytes += 4.0 * 2 * H;
   return t;

@@ -21,6 +21,7 @@ struct WeightBytes {
   double shared = 2.0;  // shared experts
   double head = 2.0;    // lm_head
   double embed = 2.0;   // one embedding row per token
+  double gates = 2.0;   // Inkling 2's message gates (down, forget, gain)
   double kv = 4.0;      // one cached key or value element (f32; 2 for a bf16 KV cache)
 };
 

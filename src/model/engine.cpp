@@ -80,7 +80,6 @@ void storage_table(const Model& m, ModelInfo* info) {
                           &l.mlp_norm, &l.attn_conv, &l.mlp_conv, &l.q_scale, &l.r_scale,
                           &l.rel_proj, &l.k_conv, &l.v_conv, &l.moe.router_bias})
       copied += v->size() * 4;
-    for (const Inkling2Gate& g : l.gates) copied += g.fg.size() * 4;
   }
   copied += (w.v2.final_query.size() + w.v2.message_query.size()) * 4;
   for (auto& [key, e] : t) {

@@ -61,8 +61,13 @@ void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float*
   // (1.03-1.09x the bf16 slice's decode on the shared Zen 4 VM, docs/performance.md). Quantized
   // views keep one band per thread: their kernels check the prepared x on every call, which per
   // block cost the 8-bit slice 3% there.
-  const int64_t split =
+  // A matrix of fewer rows than threads x split (a router, Inkling 2's message gates) still goes to
+  // every thread: its blocks shrink to a thread's share, in multiples of 16 rows.
+  int64_t split =
       n_tok == 1 && w.format == WeightFormat::kDense ? tuning(TuneParam::kSplitRows) : 0;
+  if (split > 0)
+    split = std::min(
+        split, std::max<int64_t>(16, (w.rows + pool->size() * 16 - 1) / (pool->size() * 16) * 16));
   if (split > 0) {  // decode tuning: blocks of `split` rows claimed by the threads in turn
     const int64_t blocks = (w.rows + split - 1) / split;
     pool->parallel_for_chunks(size_t(blocks), size_t(blocks), [&](size_t b, size_t e) {
@@ -108,6 +113,19 @@ void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
   pool->parallel_for_chunks(bl.size(), bl.size(), [&](size_t b, size_t e) {
     for (size_t k = b; k < e; ++k) run(jobs[bl[k].job], bl[k].r0, bl[k].r1);
   });
+}
+
+void matmul_each(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
+  bool few = true;
+  for (size_t i = 0; i < n_jobs; ++i) few = few && jobs[i].n_tok <= kFewMaxTokens;
+  if (few) {
+    matmul_many(jobs, n_jobs, pool);
+    return;
+  }
+  for (size_t i = 0; i < n_jobs; ++i) {
+    const MatmulJob& j = jobs[i];
+    matmul(j.x, j.n_tok, j.ldx, *j.w, j.y, j.ldy, pool);
+  }
 }
 
 }  // namespace inkling

@@ -56,7 +56,6 @@ class ProductObserverScope {
   ProductObserver* prev_;
 };
 
-// Same product for rows [r0, r1) only, single-threaded (callers that partition work themselves).
 // One product of a batch for matmul_many: y = x w^T over n_tok rows of x.
 struct MatmulJob {
   const float* x = nullptr;
@@ -72,6 +71,13 @@ struct MatmulJob {
 // added up. The observer sees the jobs in order, as it would from matmul().
 void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool);
 
+// Independent products of one step: matmul_many when each has at most kFewMaxTokens rows of x
+// (decode, batched decode, verification: one wait for the pool instead of one per product), else
+// one matmul() after another (prefill: each gemm over one band of rows per thread). The same bits
+// either way.
+void matmul_each(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool);
+
+// Same product for rows [r0, r1) only, single-threaded (callers that partition work themselves).
 void matmul_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                  int64_t r1, float* y, int64_t ldy);
 

@@ -65,9 +65,8 @@ Inkling2Layer bind_layer(Binder& b, const ModelConfig& c, int i, bool loop_layer
     for (int k = 0; k < 4; ++k) {
       const std::string gp = p + kGates[k] + "_message_gate.";
       L.gates[k].down = b.mat(gp + "down_proj.weight", R, 2 * H);
-      L.gates[k].fg = b.vec(gp + "forget_gate_proj.weight", {H, R});
-      const std::vector<float> gain = b.vec(gp + "message_gate_proj.weight", {H, R});
-      L.gates[k].fg.insert(L.gates[k].fg.end(), gain.begin(), gain.end());
+      L.gates[k].forget = b.mat(gp + "forget_gate_proj.weight", H, R);
+      L.gates[k].gain = b.mat(gp + "message_gate_proj.weight", H, R);
     }
   }
   return L;

@@ -65,7 +65,7 @@ Arena carve(const ModelConfig& c, int64_t T, std::vector<float>& buf) {
                         {&a.sink, T * nh},
                         {&a.gate, T * qw},
                         {&a.att, T * qw},
-                        {&a.dyn, T * dw}};
+                        {&a.dyn, 2 * T * dw}};
   int64_t total = 0;
   for (const Part& p : parts) total += p.n;
   if (buf.size() < size_t(total)) buf.resize(size_t(total));
@@ -111,8 +111,8 @@ void attn_res(const float* query, int nq, const float* blocks, int n_blk, const 
 }
 
 // Message gate (spec 4.2): out = (1 - tanh(F g)) h + tanh(G g) m, g = down(rms(h) ++ rms(m)).
-// F and G are one [2H, rank] f32 matrix (Inkling2Gate::fg), so both products are one matmul into
-// gcat, whose normed inputs down has already read. out may alias h.
+// F and G go to the pool as one hand-out at decode (matmul_each) into gcat, whose normed inputs
+// down has already read. out may alias h.
 void message_gate(const ModelConfig& c, const Inkling2Gate& g, const float* h, const float* m,
                   const Arena& A, float* out, ThreadPool* pool) {
   const int64_t T = A.T, H = A.H, R = c.v2.loop_rank;
@@ -121,11 +121,9 @@ void message_gate(const ModelConfig& c, const Inkling2Gate& g, const float* h, c
     rms_norm_rows(m + t * H, nullptr, 1, H, c.rms_eps, A.gcat + t * 2 * H + H);
   }
   matmul(A.gcat, T, 2 * H, g.down, A.glow, R, pool);
-  MatView fg;
-  fg.dtype = DType::F32;
-  fg.data = reinterpret_cast<const uint8_t*>(g.fg.data());
-  fg.rows = 2 * H, fg.cols = R, fg.row_stride = R;
-  matmul(A.glow, T, R, fg, A.gcat, 2 * H, pool);
+  const MatmulJob fg[2] = {{A.glow, T, R, &g.forget, A.gcat, 2 * H},
+                           {A.glow, T, R, &g.gain, A.gcat + H, 2 * H}};
+  matmul_each(fg, 2, pool);
   for (int64_t t = 0; t < T; ++t)  // row by row, so the tail of a row is the same at any T
     tanh_gate_mix(A.gcat + t * 2 * H, A.gcat + t * 2 * H + H, h + t * H, m + t * H, H, out + t * H);
 }
@@ -150,23 +148,28 @@ void attention_block(const ModelConfig& c, const Inkling2Layer& L, const LayerSp
                      std::span<const LayerSegment> segs, const Arena& A, ThreadPool* pool) {
   const int64_t T = A.T, H = A.H, nh = spec.n_heads, nkv = spec.n_kv_heads, hd = spec.head_dim;
   const int64_t qw = nh * hd, kvw = nkv * hd, rw = nh * c.d_rel, K = c.conv_k;
-  matmul(xq, T, H, L.q, A.q, qw, pool);
+  // Every product of the normed streams at once (one hand-out to the pool at decode); the output
+  // gate's too.
+  const int64_t dw = nkv * K;
+  const MatmulJob jobs[8] = {
+      {xq, T, H, &L.q, A.q, qw},       {xk, T, H, &L.k, A.k, kvw},
+      {xv, T, H, &L.v, A.v, kvw},      {xq, T, H, &L.r, A.r, rw},
+      {xq, T, H, &L.sink, A.sink, nh}, {xq, T, H, &L.gate, A.gate, qw},
+      {xk, T, H, &L.k_dyn, A.dyn, dw}, {xv, T, H, &L.v_dyn, A.dyn + T * dw, dw}};
+  matmul_each(jobs, spec.sliding ? 6 : 8, pool);
   l2_clip_rows(A.q, L.q_scale.data(), nh, T * nh, hd, float(c.v2.qk_clip), A.q);
-  matmul(xk, T, H, L.k, A.k, kvw, pool);
-  matmul(xv, T, H, L.v, A.v, kvw, pool);
   // K/V short convs per segment (their states are the cache's conv_k / conv_v).
   for (int which = 0; which < 2; ++which) {
     float* u = which == 0 ? A.k : A.v;
     const std::vector<float>& w = which == 0 ? L.k_conv : L.v_conv;
-    if (!spec.sliding)
-      matmul(which == 0 ? xk : xv, T, H, which == 0 ? L.k_dyn : L.v_dyn, A.dyn, nkv * K, pool);
+    const float* dyn = A.dyn + which * T * dw;
     int64_t off = 0;
     for (const LayerSegment& g : segs) {
       float* st = (which == 0 ? g.cache->conv_k : g.cache->conv_v).data();
       if (spec.sliding)
         short_conv(u + off * kvw, g.n, kvw, w.data(), K, st, u + off * kvw);
       else
-        dynamic_short_conv(u + off * kvw, g.n, kvw, w.data(), A.dyn + off * nkv * K, hd, K, st,
+        dynamic_short_conv(u + off * kvw, g.n, kvw, w.data(), dyn + off * dw, hd, K, st,
                            u + off * kvw);
       off += g.n;
     }
@@ -175,9 +178,7 @@ void attention_block(const ModelConfig& c, const Inkling2Layer& L, const LayerSp
   }
   l2_clip_rows(A.k, nullptr, 1, T * nkv, hd, float(c.v2.qk_clip), A.k);
   rms_norm_rows(A.v, nullptr, T * nkv, hd, c.rms_eps, A.v);
-  matmul(xq, T, H, L.r, A.r, rw, pool);
   l2_clip_rows(A.r, L.r_scale.data(), nh, T * nh, c.d_rel, float(c.v2.rel_clip), A.r);
-  matmul(xq, T, H, L.sink, A.sink, nh, pool);
 
   AttentionShape shape;
   shape.n_heads = int(nh);
@@ -201,7 +202,6 @@ void attention_block(const ModelConfig& c, const Inkling2Layer& L, const LayerSp
               A.att + off * qw, pool);
     off += g.n;
   }
-  matmul(xq, T, H, L.gate, A.gate, qw, pool);
   for (int64_t t = 0; t < T; ++t)  // row by row: the same bits at any T
     sigmoid_gate(A.att + t * qw, A.gate + t * qw, qw);
   matmul(A.att, T, qw, L.o, A.y, H, pool);

@@ -14,9 +14,9 @@ namespace inkling {
 // A message gate of the looped core (passes >= 2): (1 - tanh(F g)) h + tanh(G g) m with
 // g = down(concat(rms(h), rms(m))).
 struct Inkling2Gate {
-  MatView down;  // [rank, 2H] down_proj
-  // [2H, rank] f32: forget_gate_proj's H rows, then message_gate_proj's
-  std::vector<float> fg;
+  MatView down;    // [rank, 2H] down_proj
+  MatView forget;  // [H, rank] forget_gate_proj (F)
+  MatView gain;    // [H, rank] message_gate_proj (G)
 };
 
 struct Inkling2Layer {
@@ -62,8 +62,12 @@ void for_each_inkling2_matrix(W& w, F&& one) {
                            {"self_attn.v_proj.sconv.weight_proj", &l.v_dyn}})
       one("attention", p + name + ".weight", *v);
     static const char* kGates[4] = {"q", "k", "v", "mlp"};
-    for (int g = 0; g < 4; ++g)
-      one("message gates", p + kGates[g] + "_message_gate.down_proj.weight", l.gates[g].down);
+    for (int g = 0; g < 4; ++g) {
+      const std::string gp = p + kGates[g] + "_message_gate.";
+      one("message gates", gp + "down_proj.weight", l.gates[g].down);
+      one("message gates", gp + "forget_gate_proj.weight", l.gates[g].forget);
+      one("message gates", gp + "message_gate_proj.weight", l.gates[g].gain);
+    }
     one("router", p + "mlp.gate.weight", l.moe.router);
     for (size_t e = 0; e < l.moe.routed.size(); ++e) {
       const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
