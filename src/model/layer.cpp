@@ -30,10 +30,11 @@ void attention_block(const ModelConfig& c, const LayerSpec& spec, const Attentio
                      float* out, ThreadPool* pool, const Tap& tap) {
   const int64_t H = c.hidden, nh = spec.n_heads, nkv = spec.n_kv_heads, hd = spec.head_dim;
   const int64_t qw = nh * hd, kvw = nkv * hd, rw = nh * c.d_rel;
-  matmul(a, T, H, w.q, s.q.data(), qw, pool);
-  matmul(a, T, H, w.k, s.k.data(), kvw, pool);
-  matmul(a, T, H, w.v, s.v.data(), kvw, pool);
-  matmul(a, T, H, w.r, s.r.data(), rw, pool);
+  const MatmulJob jobs[4] = {{a, T, H, &w.q, s.q.data(), qw},
+                             {a, T, H, &w.k, s.k.data(), kvw},
+                             {a, T, H, &w.v, s.v.data(), kvw},
+                             {a, T, H, &w.r, s.r.data(), rw}};
+  matmul_each(jobs, 4, pool);  // one hand-out to the pool at decode
   tap("q_proj", s.q.data(), {T, qw});
   tap("k_proj", s.k.data(), {T, kvw});
   tap("v_proj", s.v.data(), {T, kvw});

@@ -62,8 +62,7 @@ void swiglu(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, int64_
   MatmulJob jobs[2];
   bool interleaved = false;
   const int n = gate_up_jobs(w, x, T, H, W, gu, &whole, jobs, &interleaved);
-  for (int i = 0; i < n; ++i)
-    matmul(jobs[i].x, jobs[i].n_tok, jobs[i].ldx, *jobs[i].w, jobs[i].y, jobs[i].ldy, pool);
+  matmul_each(jobs, size_t(n), pool);
   activate(w, gu, T, W, interleaved, row_scale, scale_stride);
   matmul(gu, T, W, w.down, out, H, pool);
 }

@@ -166,9 +166,9 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
     if constexpr (!kNv) {
       const __m512 wf = load_lanes<kSc>(tr.fac, b * 32 / kGroup);
       // The integer sums of every token at once, the tokens' chains interleaved so that
-      // VPDPBUSD's latency is hidden (one or two tokens: the low and high nibbles in two chains
+      // VPDPBUSD's latency is hidden (one to three tokens: the low and high nibbles in two chains
       // each); integer sums are exact, so any order gives the same I.
-      constexpr int kCh = NT <= 2 ? 2 : 1;
+      constexpr int kCh = NT <= 3 ? 2 : 1;
       auto sums = [&](const int8_t* const* x, __m512i* I) INK_GEMM512_LAMBDA {
         __m512i S[NT][kCh];
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t)
@@ -233,7 +233,7 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
       _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rb, rmask, _mm512_add_ps(acc[t], bs[t]));
 }
 
-// Every token of x against one tile: 8 tokens per pass over its registers, then 4, 2, 1.
+// Every token of x against one tile: 8 tokens per pass over its registers, then 4, 3 or 2, 1.
 template <bool kNv, int kGroup, int kParts, DType kSc>
 void tile_all_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t cols, int64_t n_tok,
                      int64_t rb, __mmask16 rmask, float* y, int64_t ldy, int64_t pf = 0) {
@@ -245,6 +245,7 @@ void tile_all_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t cols, i
   };
   while (t0 + kTokBlock <= n_tok) pass(std::integral_constant<int, kTokBlock>{});
   if (n_tok - t0 >= 4) pass(std::integral_constant<int, 4>{});
+  if (n_tok - t0 == 3) pass(std::integral_constant<int, 3>{});  // a verify of 3 rows: one pass
   if (n_tok - t0 >= 2) pass(std::integral_constant<int, 2>{});
   if (n_tok - t0 >= 1) pass(std::integral_constant<int, 1>{});
 }
