@@ -13,6 +13,7 @@
 #include "ops/bf16_tile_gemm.h"
 #include "ops/dense_bf16dot.h"
 #include "ops/dense_scalar.h"
+#include "ops/dense_widen_fast.h"
 #include "ops/matmul_hwy.h"
 #include "ops/quant.h"
 #include "ops/quant_affine_bf16dot.h"
@@ -44,6 +45,8 @@ constexpr Kernel kVnniAffine{"avx512-vnni affine", affine_vnni_rows};
 constexpr Kernel kBf16DotDense{"avx512-bf16 dot (x bf16)", dense_bf16dot_rows};
 constexpr Kernel kBf16TileFast{"avx512-bf16 tile gemm (x bf16)", bf16_tile_gemm_fast_rows};
 constexpr Kernel kAmxGemmFast{"amx-bf16 gemm (x bf16)", amx_gemm_fast_rows};
+// Without AVX512-BF16: x kept f32, one FMA chain per (row, token) (dense_widen_fast.h).
+constexpr Kernel kWidenFast{"avx512 widen (one chain)", dense_widen_fast_rows};
 constexpr Kernel kVnniFast{"avx512-vnni (x int8)", affine_vnni_fast_rows};
 constexpr Kernel kVnniFine{"avx512-vnni (x 2 x int8)", affine_vnni_fine_rows};
 constexpr Kernel kBf16DotQ4Fast{"avx512-bf16 q4 (x bf16)", q4_bf16dot_fast_rows};
@@ -104,6 +107,9 @@ constexpr KernelSet kDenseBf16Fast{{kBf16DotDense, kBf16DotDense, kBf16TileFast}
                                    dense_dequant_row};
 constexpr KernelSet kDenseBf16FastAmx{{kBf16DotDense, kBf16DotDense, kAmxGemmFast},
                                       dense_dequant_row};
+// Fast bf16 on AVX-512 without AVX512-BF16: the one-chain widening kernel for 1..16 tokens, the
+// exact gemm for 17+.
+constexpr KernelSet kDenseBf16Widen{{kWidenFast, kWidenFast, kHwyGemm}, dense_dequant_row};
 
 const KernelSet* select_dense_hwy(const MatView&, KernelMode) {
   return &kDenseHwy;  // f32 weights keep f32 products in both modes
@@ -112,6 +118,8 @@ const KernelSet* select_dense_bf16(const MatView& w, KernelMode m) {
   const bool amx = amx_gemm_handles(w) && amx_gemm_enabled();
   if (m != KernelMode::kExact && dense_bf16dot_available() && dense_bf16dot_handles(w, 1))
     return amx ? &kDenseBf16FastAmx : &kDenseBf16Fast;
+  if (m != KernelMode::kExact && dense_widen_fast_available() && dense_widen_fast_handles(w, 1))
+    return amx ? &kDenseBf16Amx : &kDenseBf16Widen;
   return amx ? &kDenseBf16Amx : &kDenseHwy;
 }
 const KernelSet* select_dense_scalar(const MatView&, KernelMode) {

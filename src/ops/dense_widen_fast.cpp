@@ -1,0 +1,325 @@
+// AVX-512F kernel for bf16 weights in fast numerics on CPUs without AVX512-BF16 (see
+// dense_widen_fast.h), and its scalar twin.
+#include "ops/dense_widen_fast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/aligned_scratch.h"
+#include "base/dtype.h"
+#include "ops/formats.h"
+#include "ops/kernel_switch.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INKLING_HAVE_WIDEN_FAST 1
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's _mm512_undefined_* operands
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+#define INK_WIDEN_FN __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")))
+#else
+#define INKLING_HAVE_WIDEN_FAST 0
+#endif
+
+namespace inkling {
+
+namespace {
+constexpr int64_t kChunk = 32;  // columns per 64-byte load of bf16 weights
+KernelSwitch g_switch{"INKLING_NO_WIDEN_FAST"};
+
+// The 16 lanes' sum: l + (l + 8), then + 4, + 2, + 1.
+float sum16(float* v) {
+  for (int h = 8; h >= 1; h /= 2)
+    for (int l = 0; l < h; ++l) v[l] = v[l] + v[l + h];
+  return v[0];
+}
+}  // namespace
+
+bool dense_widen_fast_handles(const MatView& w, int64_t n_tok) {
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kDense &&
+         w.dtype == DType::BF16;
+}
+
+void dense_widen_fast_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                               int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint16_t* row = reinterpret_cast<const uint16_t*>(w.row(r));
+      float acc[16] = {};
+      for (int64_t j = 0; j < chunks; ++j)
+        for (int odd = 0; odd < 2; ++odd)
+          for (int l = 0; l < 16; ++l) {
+            const int64_t c = j * kChunk + 2 * l + odd;
+            const float wv = c < n ? bf16_to_f32(load_unaligned(row + c)) : 0.f;
+            const float xv = c < n ? x[t * ldx + c] : 0.f;
+            acc[l] = std::fma(wv, xv, acc[l]);
+          }
+      y[t * ldy + r] = sum16(acc);
+    }
+}
+
+#if INKLING_HAVE_WIDEN_FAST
+namespace {
+
+// x of the call's tokens per 32-column chunk as its 16 even then 16 odd columns, zero padded to
+// whole chunks (on cache lines).
+struct Prepared {
+  AlignedScratch<float> x;
+  int64_t stride = 0;
+};
+
+INK_WIDEN_FN void prepare(const float* x, int64_t n_tok, int64_t ldx, int64_t n, Prepared& p) {
+  // A cache line beyond whole chunks: tokens 4 KiB apart would meet in the same L1 sets.
+  const int64_t padded = (n + kChunk - 1) / kChunk * kChunk;
+  p.stride = padded + 16;
+  float* out = p.x.get(size_t(n_tok * p.stride));
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* in = x + t * ldx;
+    float* o = out + t * p.stride;
+    for (int64_t c = 0; c < padded; c += kChunk) {
+      const int64_t left = std::min<int64_t>(kChunk, n - c);
+      const __mmask16 m0 = __mmask16(left >= 16 ? 0xffff : (1u << left) - 1u);
+      const __mmask16 m1 = __mmask16(left >= 32  ? 0xffff
+                                     : left > 16 ? (1u << (left - 16)) - 1u
+                                                 : 0);
+      const __m512 lo = _mm512_maskz_loadu_ps(m0, in + c),
+                   hi = _mm512_maskz_loadu_ps(m1, in + c + 16);
+      _mm512_store_ps(o + c, _mm512_permutex2var_ps(lo, even, hi));
+      _mm512_store_ps(o + c + 16, _mm512_permutex2var_ps(lo, odd, hi));
+    }
+  }
+}
+
+// sum16's order in registers: lanes l + (l + 8), then + 4, + 2, + 1.
+INK_WIDEN_FN inline float finish(__m512 a) {
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// R rows x NT tokens from row r, one chain per (row, token) over every chunk. pf > 0: the rows
+// `pf` rows further on, prefetched as these are read (one token: a sequential stream per thread).
+template <int R, int NT>
+INK_WIDEN_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
+                       int64_t ldy, int64_t pf) {
+  const int64_t n = w.cols, full = n / kChunk, chunks = (n + kChunk - 1) / kChunk;
+  const uint16_t* wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+  const float* xt[NT];
+  for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
+  const __m512i hi16 = _mm512_set1_epi32(int(0xffff0000u));
+  __m512 a[R][NT];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) a[i][t] = _mm512_setzero_ps();
+  const __mmask32 tail = __mmask32(chunks > full ? (1u << (n - full * kChunk)) - 1u : ~0u);
+  for (int64_t j = 0; j < chunks; ++j) {
+    const __mmask32 m = j < full ? ~__mmask32(0) : tail;
+    if (pf > 0)
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i)
+        _mm_prefetch(reinterpret_cast<const char*>(wr[i] + pf * w.row_stride + j * kChunk),
+                     _MM_HINT_T0);
+    __m512 we[R], wo[R];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const __m512i v = _mm512_maskz_loadu_epi16(m, wr[i] + j * kChunk);
+      we[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+      wo[i] = _mm512_castsi512_ps(_mm512_and_si512(v, hi16));
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      const __m512 xe = _mm512_load_ps(xt[t] + j * kChunk);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(we[i], xe, a[i][t]);
+      const __m512 xo = _mm512_load_ps(xt[t] + j * kChunk + 16);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(wo[i], xo, a[i][t]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) y[(t0 + t) * ldy + r + i] = finish(a[i][t]);
+}
+
+// Rows [r0, r1) for tokens t0 .. t0 + NT - 1: blocks of R rows, then the rest one by one.
+template <int R, int NT>
+void rows(const Prepared& p, int64_t t0, const MatView& w, int64_t r0, int64_t r1, float* y,
+          int64_t ldy) {
+  int64_t r = r0;
+  for (; r + R <= r1; r += R) tile<R, NT>(p, t0, w, r, y, ldy, NT == 1 && r + 2 * R <= r1 ? R : 0);
+  for (; r < r1; ++r) tile<1, NT>(p, t0, w, r, y, ldy, 0);
+}
+
+// Five or more tokens: their x (16 KB a token for 4096 columns) would come from L2 for every row
+// pair. So rows go in blocks of kBlockRows and columns in blocks of kBlockChunks chunks (x of 16
+// tokens: 32 KB in L1); each (row, token) chain waits in `park` between column blocks (an exact
+// f32 round trip: the same steps as one pass), and a row pair's block of weights, read from
+// memory for the first group of 8 tokens, is in L1 for the second.
+constexpr int64_t kBlockRows = 32, kBlockChunks = 16;
+
+struct Park {  // [row of the block][token][16 lanes]
+  alignas(64) float v[kBlockRows][kFewMaxTokens][16];
+};
+
+template <int R, int NT>
+INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const uint16_t* const* wr, int64_t j0,
+                            int64_t j1, int64_t full, __mmask32 tail, float* pk) {
+  const float* xt[NT];
+  for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
+  const __m512i hi16 = _mm512_set1_epi32(int(0xffff0000u));
+  __m512 a[R][NT];
+#pragma GCC unroll 2
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t)
+      a[i][t] = j0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(pk + (i * kFewMaxTokens + t) * 16);
+  for (int64_t j = j0; j < j1; ++j) {
+    const __mmask32 m = j < full ? ~__mmask32(0) : tail;
+    __m512 we[R], wo[R];
+#pragma GCC unroll 2
+    for (int i = 0; i < R; ++i) {
+      const __m512i v = _mm512_maskz_loadu_epi16(m, wr[i] + j * kChunk);
+      we[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+      wo[i] = _mm512_castsi512_ps(_mm512_and_si512(v, hi16));
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      __m512 xe = _mm512_load_ps(xt[t] + j * kChunk), xo = _mm512_load_ps(xt[t] + j * kChunk + 16);
+      if constexpr (R > 1) asm("" : "+v"(xe), "+v"(xo));  // one load each for both rows
+#pragma GCC unroll 2
+      for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(we[i], xe, a[i][t]);
+#pragma GCC unroll 2
+      for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(wo[i], xo, a[i][t]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) _mm512_store_ps(pk + (i * kFewMaxTokens + t) * 16, a[i][t]);
+}
+
+template <int R>
+void park_group(const Prepared& p, int64_t t0, int nt, const uint16_t* const* wr, int64_t j0,
+                int64_t j1, int64_t full, __mmask32 tail, float* pk) {
+  switch (nt) {
+    case 8:
+      return park_tile<R, 8>(p, t0, wr, j0, j1, full, tail, pk);
+    case 7:
+      return park_tile<R, 7>(p, t0, wr, j0, j1, full, tail, pk);
+    case 6:
+      return park_tile<R, 6>(p, t0, wr, j0, j1, full, tail, pk);
+    case 5:
+      return park_tile<R, 5>(p, t0, wr, j0, j1, full, tail, pk);
+    case 4:
+      return park_tile<R, 4>(p, t0, wr, j0, j1, full, tail, pk);
+    case 3:
+      return park_tile<R, 3>(p, t0, wr, j0, j1, full, tail, pk);
+    case 2:
+      return park_tile<R, 2>(p, t0, wr, j0, j1, full, tail, pk);
+    default:
+      return park_tile<R, 1>(p, t0, wr, j0, j1, full, tail, pk);
+  }
+}
+
+INK_WIDEN_FN void blocked(const Prepared& p, int64_t n_tok, const MatView& w, int64_t r0,
+                          int64_t r1, float* y, int64_t ldy) {
+  thread_local Park park;
+  const int64_t n = w.cols, full = n / kChunk, chunks = (n + kChunk - 1) / kChunk;
+  const __mmask32 tail = __mmask32(chunks > full ? (1u << (n - full * kChunk)) - 1u : ~0u);
+  for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
+    const int64_t re = std::min(r1, rb + kBlockRows);
+    for (int64_t j0 = 0; j0 < chunks; j0 += kBlockChunks) {
+      const int64_t j1 = std::min(chunks, j0 + kBlockChunks);
+      for (int64_t r = rb; r < re; r += 2) {
+        const uint16_t* wr[2] = {reinterpret_cast<const uint16_t*>(w.row(r)),
+                                 reinterpret_cast<const uint16_t*>(w.row(std::min(r + 1, re - 1)))};
+        float* pk = &park.v[r - rb][0][0];
+        // The next pair's block (or the first pair's next block) while this one computes: the
+        // walk jumps a row's length between pairs, which the hardware prefetcher does not follow.
+        const int64_t nr = r + 2 < re ? r + 2 : rb, nj = r + 2 < re ? j0 : j1;
+        if (nj < chunks)
+          for (int64_t q = nr; q < std::min(nr + 2, re); ++q) {
+            const uint8_t* a = w.row(q) + nj * kChunk * 2;
+            const int64_t bytes = (std::min(chunks, nj + kBlockChunks) - nj) * kChunk * 2;
+            for (int64_t b = 0; b < bytes; b += 64)
+              _mm_prefetch(reinterpret_cast<const char*>(a + b), _MM_HINT_T0);
+          }
+        for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
+          const int nt = int(std::min<int64_t>(8, n_tok - t0));
+          if (r + 1 < re)
+            park_group<2>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
+          else
+            park_group<1>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
+        }
+      }
+    }
+    for (int64_t r = rb; r < re; ++r)
+      for (int64_t t = 0; t < n_tok; ++t)
+        y[t * ldy + r] = finish(_mm512_load_ps(park.v[r - rb][t]));
+  }
+}
+
+bool cpu_has() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+}  // namespace
+
+bool dense_widen_fast_available() {
+  static const bool has = cpu_has();
+  return g_switch.enabled(has);
+}
+
+void set_dense_widen_fast_enabled(bool on) {
+  g_switch.set(on, cpu_has());
+}
+
+void dense_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  thread_local Prepared p;
+  prepare(x, n_tok, ldx, w.cols, p);
+  switch (n_tok) {  // up to 4 tokens: rows in fours, each row's stream read once
+    case 1:
+      return rows<4, 1>(p, 0, w, r0, r1, y, ldy);
+    case 2:
+      return rows<4, 2>(p, 0, w, r0, r1, y, ldy);
+    case 3:
+      return rows<4, 3>(p, 0, w, r0, r1, y, ldy);
+    case 4:
+      return rows<4, 4>(p, 0, w, r0, r1, y, ldy);
+    default:
+      return blocked(p, n_tok, w, r0, r1, y, ldy);
+  }
+}
+
+#else
+
+bool dense_widen_fast_available() {
+  return false;
+}
+void set_dense_widen_fast_enabled(bool) {}
+void dense_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  dense_widen_fast_rows_ref(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+#endif
+
+bool dense_widen_fast_enabled() {
+  return dense_widen_fast_available();
+}
+
+}  // namespace inkling
