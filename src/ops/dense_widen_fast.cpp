@@ -104,30 +104,21 @@ INK_WIDEN_FN inline float finish(__m512 a) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-// R rows x NT tokens from row r, one chain per (row, token) over every chunk. pf > 0: the rows
-// `pf` rows further on, prefetched as these are read (one token: a sequential stream per thread).
+// Chunks [j0, j1) of R rows (wr) into the chains a[row][token], in column order. pf > 0: the
+// rows pf elements further on prefetched as these are read (one token: a stream per thread).
 template <int R, int NT>
-INK_WIDEN_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
-                       int64_t ldy, int64_t pf) {
-  const int64_t n = w.cols, full = n / kChunk, chunks = (n + kChunk - 1) / kChunk;
-  const uint16_t* wr[R];
-  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
-  const float* xt[NT];
-  for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
+INK_WIDEN_FN __attribute__((always_inline)) inline void chunks(const uint16_t* const* wr,
+                                                               const float* const* xt, int64_t j0,
+                                                               int64_t j1, int64_t full,
+                                                               __mmask32 tail, int64_t pf,
+                                                               __m512 (&a)[R][NT]) {
   const __m512i hi16 = _mm512_set1_epi32(int(0xffff0000u));
-  __m512 a[R][NT];
-#pragma GCC unroll 4
-  for (int i = 0; i < R; ++i)
-#pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) a[i][t] = _mm512_setzero_ps();
-  const __mmask32 tail = __mmask32(chunks > full ? (1u << (n - full * kChunk)) - 1u : ~0u);
-  for (int64_t j = 0; j < chunks; ++j) {
+  for (int64_t j = j0; j < j1; ++j) {
     const __mmask32 m = j < full ? ~__mmask32(0) : tail;
     if (pf > 0)
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(wr[i] + pf * w.row_stride + j * kChunk),
-                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(wr[i] + pf + j * kChunk), _MM_HINT_T0);
     __m512 we[R], wo[R];
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
@@ -137,14 +128,35 @@ INK_WIDEN_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t 
     }
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
-      const __m512 xe = _mm512_load_ps(xt[t] + j * kChunk);
+      __m512 xe = _mm512_load_ps(xt[t] + j * kChunk), xo = _mm512_load_ps(xt[t] + j * kChunk + 16);
+      if constexpr (R > 1) asm("" : "+v"(xe), "+v"(xo));  // one load each for every row
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(we[i], xe, a[i][t]);
-      const __m512 xo = _mm512_load_ps(xt[t] + j * kChunk + 16);
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(wo[i], xo, a[i][t]);
     }
   }
+}
+
+inline __mmask32 tail_mask(int64_t n, int64_t full, int64_t chunks) {
+  return __mmask32(chunks > full ? (1u << (n - full * kChunk)) - 1u : ~0u);
+}
+
+// R rows x NT tokens from row r over every chunk; pf > 0: prefetch the rows pf rows further on.
+template <int R, int NT>
+INK_WIDEN_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
+                       int64_t ldy, int64_t pf) {
+  const int64_t n = w.cols, full = n / kChunk, nch = (n + kChunk - 1) / kChunk;
+  const uint16_t* wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+  const float* xt[NT];
+  for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
+  __m512 a[R][NT];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) a[i][t] = _mm512_setzero_ps();
+  chunks<R, NT>(wr, xt, 0, nch, full, tail_mask(n, full, nch), pf * w.row_stride, a);
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
@@ -176,32 +188,13 @@ INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const uint16_t* const
                             int64_t j1, int64_t full, __mmask32 tail, float* pk) {
   const float* xt[NT];
   for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
-  const __m512i hi16 = _mm512_set1_epi32(int(0xffff0000u));
   __m512 a[R][NT];
 #pragma GCC unroll 2
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
       a[i][t] = j0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(pk + (i * kFewMaxTokens + t) * 16);
-  for (int64_t j = j0; j < j1; ++j) {
-    const __mmask32 m = j < full ? ~__mmask32(0) : tail;
-    __m512 we[R], wo[R];
-#pragma GCC unroll 2
-    for (int i = 0; i < R; ++i) {
-      const __m512i v = _mm512_maskz_loadu_epi16(m, wr[i] + j * kChunk);
-      we[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-      wo[i] = _mm512_castsi512_ps(_mm512_and_si512(v, hi16));
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) {
-      __m512 xe = _mm512_load_ps(xt[t] + j * kChunk), xo = _mm512_load_ps(xt[t] + j * kChunk + 16);
-      if constexpr (R > 1) asm("" : "+v"(xe), "+v"(xo));  // one load each for both rows
-#pragma GCC unroll 2
-      for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(we[i], xe, a[i][t]);
-#pragma GCC unroll 2
-      for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(wo[i], xo, a[i][t]);
-    }
-  }
+  chunks<R, NT>(wr, xt, j0, j1, full, tail, 0, a);
 #pragma GCC unroll 2
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
@@ -234,26 +227,16 @@ void park_group(const Prepared& p, int64_t t0, int nt, const uint16_t* const* wr
 INK_WIDEN_FN void blocked(const Prepared& p, int64_t n_tok, const MatView& w, int64_t r0,
                           int64_t r1, float* y, int64_t ldy) {
   thread_local Park park;
-  const int64_t n = w.cols, full = n / kChunk, chunks = (n + kChunk - 1) / kChunk;
-  const __mmask32 tail = __mmask32(chunks > full ? (1u << (n - full * kChunk)) - 1u : ~0u);
+  const int64_t n = w.cols, full = n / kChunk, nch = (n + kChunk - 1) / kChunk;
+  const __mmask32 tail = tail_mask(n, full, nch);
   for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
     const int64_t re = std::min(r1, rb + kBlockRows);
-    for (int64_t j0 = 0; j0 < chunks; j0 += kBlockChunks) {
-      const int64_t j1 = std::min(chunks, j0 + kBlockChunks);
+    for (int64_t j0 = 0; j0 < nch; j0 += kBlockChunks) {
+      const int64_t j1 = std::min(nch, j0 + kBlockChunks);
       for (int64_t r = rb; r < re; r += 2) {
         const uint16_t* wr[2] = {reinterpret_cast<const uint16_t*>(w.row(r)),
                                  reinterpret_cast<const uint16_t*>(w.row(std::min(r + 1, re - 1)))};
         float* pk = &park.v[r - rb][0][0];
-        // The next pair's block (or the first pair's next block) while this one computes: the
-        // walk jumps a row's length between pairs, which the hardware prefetcher does not follow.
-        const int64_t nr = r + 2 < re ? r + 2 : rb, nj = r + 2 < re ? j0 : j1;
-        if (nj < chunks)
-          for (int64_t q = nr; q < std::min(nr + 2, re); ++q) {
-            const uint8_t* a = w.row(q) + nj * kChunk * 2;
-            const int64_t bytes = (std::min(chunks, nj + kBlockChunks) - nj) * kChunk * 2;
-            for (int64_t b = 0; b < bytes; b += 64)
-              _mm_prefetch(reinterpret_cast<const char*>(a + b), _MM_HINT_T0);
-          }
         for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
           const int nt = int(std::min<int64_t>(8, n_tok - t0));
           if (r + 1 < re)
