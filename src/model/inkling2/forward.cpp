@@ -55,8 +55,8 @@ Arena carve(const ModelConfig& c, int64_t T, std::vector<float>& buf) {
                         {&a.xv, T * H},
                         {&a.y, T * H},
                         {&a.msg, 4 * T * H},
-                        {&a.gcat, T * 2 * H},
-                        {&a.glow, T * std::max(c.v2.loop_rank, 1)},
+                        {&a.gcat, 3 * T * 2 * H},
+                        {&a.glow, 3 * T * std::max(c.v2.loop_rank, 1)},
                         {&a.src, (nb + 1) * H},
                         {&a.q, T * qw},
                         {&a.k, T * kvw},
@@ -110,22 +110,34 @@ void attn_res(const float* query, int nq, const float* blocks, int n_blk, const 
   }
 }
 
-// Message gate (spec 4.2): out = (1 - tanh(F g)) h + tanh(G g) m, g = down(rms(h) ++ rms(m)).
-// F and G go to the pool as one hand-out at decode (matmul_each) into gcat, whose normed inputs
-// down has already read. out may alias h.
-void message_gate(const ModelConfig& c, const Inkling2Gate& g, const float* h, const float* m,
-                  const Arena& A, float* out, ThreadPool* pool) {
+// Message gates (spec 4.2), n <= 3 of them together (a visit's q, k and v gates share each
+// hand-out to the pool): out_i = (1 - tanh(F_i g_i)) h_i + tanh(G_i g_i) m_i with
+// g_i = down_i(rms(h_i) ++ rms(m_i)). Every h_i is normed before any output is written and the
+// mixes run in order, so out_i may alias h_i, or an h_j of an earlier gate j < i.
+void message_gates(const ModelConfig& c, const Inkling2Gate* const* g, const float* const* h,
+                   const float* const* m, float* const* out, int n, const Arena& A,
+                   ThreadPool* pool) {
   const int64_t T = A.T, H = A.H, R = c.v2.loop_rank;
-  for (int64_t t = 0; t < T; ++t) {
-    rms_norm_rows(h + t * H, nullptr, 1, H, c.rms_eps, A.gcat + t * 2 * H);
-    rms_norm_rows(m + t * H, nullptr, 1, H, c.rms_eps, A.gcat + t * 2 * H + H);
+  MatmulJob down[3], fg[6];
+  for (int i = 0; i < n; ++i) {
+    float* gc = A.gcat + i * T * 2 * H;
+    float* gl = A.glow + i * T * R;
+    for (int64_t t = 0; t < T; ++t) {
+      rms_norm_rows(h[i] + t * H, nullptr, 1, H, c.rms_eps, gc + t * 2 * H);
+      rms_norm_rows(m[i] + t * H, nullptr, 1, H, c.rms_eps, gc + t * 2 * H + H);
+    }
+    down[i] = {gc, T, 2 * H, &g[i]->down, gl, R};
+    fg[2 * i] = {gl, T, R, &g[i]->forget, gc, 2 * H};  // F and G over the normed inputs: read
+    fg[2 * i + 1] = {gl, T, R, &g[i]->gain, gc + H, 2 * H};
   }
-  matmul(A.gcat, T, 2 * H, g.down, A.glow, R, pool);
-  const MatmulJob fg[2] = {{A.glow, T, R, &g.forget, A.gcat, 2 * H},
-                           {A.glow, T, R, &g.gain, A.gcat + H, 2 * H}};
-  matmul_each(fg, 2, pool);
-  for (int64_t t = 0; t < T; ++t)  // row by row, so the tail of a row is the same at any T
-    tanh_gate_mix(A.gcat + t * 2 * H, A.gcat + t * 2 * H + H, h + t * H, m + t * H, H, out + t * H);
+  matmul_each(down, size_t(n), pool);
+  matmul_each(fg, size_t(2 * n), pool);
+  for (int i = 0; i < n; ++i) {
+    const float* gc = A.gcat + i * T * 2 * H;
+    for (int64_t t = 0; t < T; ++t)  // row by row, so the tail of a row is the same at any T
+      tanh_gate_mix(gc + t * 2 * H, gc + t * 2 * H + H, h[i] + t * H, m[i] + t * H, H,
+                    out[i] + t * H);
+  }
 }
 
 // Static short conv with Inkling 2's output scale: (conv(u) + u) / sqrt(K + 1), per segment.
@@ -227,9 +239,11 @@ void layer_visit(const ModelConfig& c, const Inkling2Layer& L, const LayerSpec& 
   }
   const float *xq = nullptr, *xk = nullptr, *xv = nullptr;
   if (msgs) {  // the gates give each stream its own input (k and v first: q may alias them)
-    message_gate(c, L.gates[1], kin, msgs + 1 * n, A, A.xk, pool);
-    message_gate(c, L.gates[2], vin, msgs + 2 * n, A, A.xv, pool);
-    message_gate(c, L.gates[0], qin, msgs + 0 * n, A, A.xq, pool);
+    const Inkling2Gate* g[3] = {&L.gates[1], &L.gates[2], &L.gates[0]};
+    const float* h[3] = {kin, vin, qin};
+    const float* m[3] = {msgs + 1 * n, msgs + 2 * n, msgs + 0 * n};
+    float* out[3] = {A.xk, A.xv, A.xq};
+    message_gates(c, g, h, m, out, 3, A, pool);
     qin = A.xq, kin = A.xk, vin = A.xv;
   }
   if (spec.sliding) {
@@ -257,7 +271,13 @@ void layer_visit(const ModelConfig& c, const Inkling2Layer& L, const LayerSpec& 
   }
   float* outs[1] = {A.xq};
   attn_res(L.mlp_query.data(), 1, A.blocks, *n_blk, A.partial, A, outs);
-  if (msgs) message_gate(c, L.gates[3], A.xq, msgs + 3 * n, A, A.xq, pool);
+  if (msgs) {
+    const Inkling2Gate* g = &L.gates[3];
+    const float* h = A.xq;
+    const float* m = msgs + 3 * n;
+    float* out = A.xq;
+    message_gates(c, &g, &h, &m, &out, 1, A, pool);
+  }
   rms_norm_rows(A.xq, L.mlp_norm.data(), T, H, c.rms_eps, s.a.data());
   moe_block(c, L.moe, s.a.data(), T, s, A.y, pool, tap);
   tap("mlp", A.y, {T, H});
