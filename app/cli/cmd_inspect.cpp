@@ -12,6 +12,7 @@
 #include "kv_option.h"
 #include "model_path.h"
 #include "numerics_option.h"
+#include "ops/formats.h"
 
 namespace inkling::cli {
 
@@ -111,8 +112,9 @@ Runner add_inspect(CLI::App& app) {
       std::printf("  %-15s %-16s %6lld matrices %12llu bytes (%.2f MiB)\n", st.group.c_str(),
                   st.format.c_str(), static_cast<long long>(st.matrices),
                   static_cast<unsigned long long>(st.bytes), double(st.bytes) / 1048576.0);
-      std::printf("  %-15s kernels: 1 token %s | 2-7 %s | 8+ %s\n", "", st.kernel_one.c_str(),
-                  st.kernel_few.c_str(), st.kernel_gemm.c_str());
+      std::printf("  %-15s kernels: 1 token %s | 2-%lld %s | %lld+ %s\n", "", st.kernel_one.c_str(),
+                  static_cast<long long>(kFewMaxTokens), st.kernel_few.c_str(),
+                  static_cast<long long>(kGemmMinTokens), st.kernel_gemm.c_str());
     }
     const double mib = 1048576.0;
     std::printf("memory: %.2f MiB mapped weights (not copied) + %.2f MiB f32 small tensors\n",
