@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <vector>
 
 #include "base/aligned_scratch.h"
 #include "base/dtype.h"
@@ -300,9 +298,5 @@ void dense_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const Mat
 }
 
 #endif
-
-bool dense_widen_fast_enabled() {
-  return dense_widen_fast_available();
-}
 
 }  // namespace inkling

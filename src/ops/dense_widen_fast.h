@@ -18,11 +18,11 @@
 
 namespace inkling {
 
-// True when this binary has the kernel and the CPU runs AVX512F/BW/DQ/VL (INKLING_NO_WIDEN_FAST=1
-// turns it off: the registry then binds the exact kernel in fast numerics too).
+// True when this binary has the kernel, the CPU runs AVX512F/BW/DQ/VL and neither
+// INKLING_NO_WIDEN_FAST=1 nor set_dense_widen_fast_enabled(false) turned it off (the registry then
+// binds the exact kernel in fast numerics too).
 bool dense_widen_fast_available();
 void set_dense_widen_fast_enabled(bool on);
-bool dense_widen_fast_enabled();
 
 // Dense bf16 views, 1..16 tokens.
 bool dense_widen_fast_handles(const MatView& w, int64_t n_tok);

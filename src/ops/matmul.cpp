@@ -63,11 +63,11 @@ void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float*
   // block cost the 8-bit slice 3% there.
   // A matrix of fewer rows than threads x split (a router, Inkling 2's message gates) still goes to
   // every thread: its blocks shrink to a thread's share, in multiples of 16 rows.
-  int64_t split =
-      n_tok == 1 && w.format == WeightFormat::kDense ? tuning(TuneParam::kSplitRows) : 0;
-  if (split > 0)
-    split = std::min(
-        split, std::max<int64_t>(16, (w.rows + pool->size() * 16 - 1) / (pool->size() * 16) * 16));
+  const int64_t share = (w.rows + pool->size() * 16 - 1) / (pool->size() * 16) * 16;
+  const int64_t split =
+      n_tok == 1 && w.format == WeightFormat::kDense
+          ? std::min<int64_t>(tuning(TuneParam::kSplitRows), std::max<int64_t>(16, share))
+          : 0;
   if (split > 0) {  // decode tuning: blocks of `split` rows claimed by the threads in turn
     const int64_t blocks = (w.rows + split - 1) / split;
     pool->parallel_for_chunks(size_t(blocks), size_t(blocks), [&](size_t b, size_t e) {

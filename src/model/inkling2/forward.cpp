@@ -12,12 +12,16 @@
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
+#include "ops/formats.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 
 namespace inkling {
 
 namespace {
+
+// Message gates that share a hand-out at decode (a loop visit's q, k and v gates).
+constexpr int kGateGroup = 3;
 
 // Buffers of one call of T rows, carved from Scratch::v2 (grown on first use only).
 struct Arena {
@@ -40,6 +44,8 @@ Arena carve(const ModelConfig& c, int64_t T, std::vector<float>& buf) {
     dw = std::max<int64_t>(dw, int64_t(l.n_kv_heads) * c.conv_k);
   }
   const int64_t H = c.hidden, nb = c.n_layers / c.v2.block + 2;
+  // Message-gate buffers: a decode group's (message_gates), one gate's in prefill, none unlooped.
+  const int64_t gates = c.v2.loop_passes > 1 ? (T <= kFewMaxTokens ? kGateGroup : 1) : 0;
   Arena a;
   a.T = T, a.H = H;
   struct Part {
@@ -55,8 +61,8 @@ Arena carve(const ModelConfig& c, int64_t T, std::vector<float>& buf) {
                         {&a.xv, T * H},
                         {&a.y, T * H},
                         {&a.msg, 4 * T * H},
-                        {&a.gcat, 3 * T * 2 * H},
-                        {&a.glow, 3 * T * std::max(c.v2.loop_rank, 1)},
+                        {&a.gcat, gates * T * 2 * H},
+                        {&a.glow, gates * T * c.v2.loop_rank},
                         {&a.src, (nb + 1) * H},
                         {&a.q, T * qw},
                         {&a.k, T * kvw},
@@ -110,33 +116,46 @@ void attn_res(const float* query, int nq, const float* blocks, int n_blk, const 
   }
 }
 
-// Message gates (spec 4.2), n <= 3 of them together (a visit's q, k and v gates share each
-// hand-out to the pool): out_i = (1 - tanh(F_i g_i)) h_i + tanh(G_i g_i) m_i with
-// g_i = down_i(rms(h_i) ++ rms(m_i)). Every h_i is normed before any output is written and the
-// mixes run in order, so out_i may alias h_i, or an h_j of an earlier gate j < i.
-void message_gates(const ModelConfig& c, const Inkling2Gate* const* g, const float* const* h,
-                   const float* const* m, float* const* out, int n, const Arena& A,
+// One message gate's streams (spec 4.2): out = (1 - tanh(F g)) h + tanh(G g) m with
+// g = down(rms(h) ++ rms(m)).
+struct GateIo {
+  const Inkling2Gate* gate;
+  const float* h;
+  const float* m;
+  float* out;
+};
+
+// The gates of `io` (at most kGateGroup, above): at decode together (a visit's q, k and v gates
+// share each hand-out to the pool), in prefill one after another in the arena's first gate buffers.
+// Every h of a group is normed before any output is written and the mixes run in order, so an
+// out may alias its own h or the h of an earlier gate: the same bits either way.
+
+void message_gates(const ModelConfig& c, std::span<const GateIo> io, const Arena& A,
                    ThreadPool* pool) {
   const int64_t T = A.T, H = A.H, R = c.v2.loop_rank;
-  MatmulJob down[3], fg[6];
-  for (int i = 0; i < n; ++i) {
-    float* gc = A.gcat + i * T * 2 * H;
-    float* gl = A.glow + i * T * R;
-    for (int64_t t = 0; t < T; ++t) {
-      rms_norm_rows(h[i] + t * H, nullptr, 1, H, c.rms_eps, gc + t * 2 * H);
-      rms_norm_rows(m[i] + t * H, nullptr, 1, H, c.rms_eps, gc + t * 2 * H + H);
-    }
-    down[i] = {gc, T, 2 * H, &g[i]->down, gl, R};
-    fg[2 * i] = {gl, T, R, &g[i]->forget, gc, 2 * H};  // F and G over the normed inputs: read
-    fg[2 * i + 1] = {gl, T, R, &g[i]->gain, gc + H, 2 * H};
+  if (T > kFewMaxTokens && io.size() > 1) {
+    for (const GateIo& g : io) message_gates(c, {&g, 1}, A, pool);
+    return;
   }
-  matmul_each(down, size_t(n), pool);
-  matmul_each(fg, size_t(2 * n), pool);
-  for (int i = 0; i < n; ++i) {
-    const float* gc = A.gcat + i * T * 2 * H;
+  MatmulJob down[kGateGroup], fg[2 * kGateGroup];
+  for (size_t i = 0; i < io.size(); ++i) {
+    float* gc = A.gcat + int64_t(i) * T * 2 * H;  // rms(h) ++ rms(m), then F g ++ G g
+    float* gl = A.glow + int64_t(i) * T * R;
+    for (int64_t t = 0; t < T; ++t) {
+      rms_norm_rows(io[i].h + t * H, nullptr, 1, H, c.rms_eps, gc + t * 2 * H);
+      rms_norm_rows(io[i].m + t * H, nullptr, 1, H, c.rms_eps, gc + t * 2 * H + H);
+    }
+    down[i] = {gc, T, 2 * H, &io[i].gate->down, gl, R};
+    fg[2 * i] = {gl, T, R, &io[i].gate->forget, gc, 2 * H};
+    fg[2 * i + 1] = {gl, T, R, &io[i].gate->gain, gc + H, 2 * H};
+  }
+  matmul_each(down, io.size(), pool);
+  matmul_each(fg, 2 * io.size(), pool);
+  for (size_t i = 0; i < io.size(); ++i) {
+    const float* gc = A.gcat + int64_t(i) * T * 2 * H;
     for (int64_t t = 0; t < T; ++t)  // row by row, so the tail of a row is the same at any T
-      tanh_gate_mix(gc + t * 2 * H, gc + t * 2 * H + H, h[i] + t * H, m[i] + t * H, H,
-                    out[i] + t * H);
+      tanh_gate_mix(gc + t * 2 * H, gc + t * 2 * H + H, io[i].h + t * H, io[i].m + t * H, H,
+                    io[i].out + t * H);
   }
 }
 
@@ -239,11 +258,10 @@ void layer_visit(const ModelConfig& c, const Inkling2Layer& L, const LayerSpec& 
   }
   const float *xq = nullptr, *xk = nullptr, *xv = nullptr;
   if (msgs) {  // the gates give each stream its own input (k and v first: q may alias them)
-    const Inkling2Gate* g[3] = {&L.gates[1], &L.gates[2], &L.gates[0]};
-    const float* h[3] = {kin, vin, qin};
-    const float* m[3] = {msgs + 1 * n, msgs + 2 * n, msgs + 0 * n};
-    float* out[3] = {A.xk, A.xv, A.xq};
-    message_gates(c, g, h, m, out, 3, A, pool);
+    const GateIo io[3] = {{&L.gates[1], kin, msgs + 1 * n, A.xk},
+                          {&L.gates[2], vin, msgs + 2 * n, A.xv},
+                          {&L.gates[0], qin, msgs + 0 * n, A.xq}};
+    message_gates(c, io, A, pool);
     qin = A.xq, kin = A.xk, vin = A.xv;
   }
   if (spec.sliding) {
@@ -272,11 +290,8 @@ void layer_visit(const ModelConfig& c, const Inkling2Layer& L, const LayerSpec& 
   float* outs[1] = {A.xq};
   attn_res(L.mlp_query.data(), 1, A.blocks, *n_blk, A.partial, A, outs);
   if (msgs) {
-    const Inkling2Gate* g = &L.gates[3];
-    const float* h = A.xq;
-    const float* m = msgs + 3 * n;
-    float* out = A.xq;
-    message_gates(c, &g, &h, &m, &out, 1, A, pool);
+    const GateIo io{&L.gates[3], A.xq, msgs + 3 * n, A.xq};
+    message_gates(c, {&io, 1}, A, pool);
   }
   rms_norm_rows(A.xq, L.mlp_norm.data(), T, H, c.rms_eps, s.a.data());
   moe_block(c, L.moe, s.a.data(), T, s, A.y, pool, tap);
