@@ -2,12 +2,12 @@
 // registry binds for 1 token (decode) and 2/4/16 tokens (batched decode, speculative verify) on
 // bf16 weights and MLX affine 4- and 8-bit weights (group 64), a matrix in L2 (the kernels'
 // compute limit) and one 4x the last-level cache (what decode reads from DRAM), plus the VNNI
-// kernel with 2 int8 parts of x, and on 4-bit affine and NVFP4 weights what an AVX2 host runs: the
-// portable exact kernel (Highway) and the AVX2 int8 kernel with 1 and 2 parts, and that kernel's
-// 512-bit form on AVX512-VNNI hosts (bitwise the same results). Prints the best and
-// median GB/s of weights read per call (for T tokens, the same bytes serve T products).
+// kernel with 2 int8 parts of x, MXFP8 (E4M3 + E8M0 per 32), and on 4-bit affine and NVFP4 weights
+// what an AVX2 host runs: the portable exact kernel (Highway) and the AVX2 int8 kernel with 1 and 2
+// parts, and that kernel's 512-bit form on AVX512-VNNI hosts (bitwise the same results). Prints the
+// best and median GB/s of weights read per call (for T tokens, the same bytes serve T products).
 //
-//   bench_fast_kernels [rounds=9]
+//   bench_fast_kernels [rounds=9] [format: 16 bf16, 4 q4, -4 nvfp4, 8 q8, -8 mxfp8; all]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -48,6 +48,18 @@ Mat make(int64_t rows, int64_t cols, int bits) {
     }
     v.dtype = DType::BF16, v.data = m.codes.data(), v.row_stride = cols;
     m.bytes = double(m.codes.size());
+    return m;
+  }
+  if (bits == -8) {  // MXFP8: E4M3 values, one E8M0 exponent per 32 columns
+    m.codes.resize(size_t(rows * cols));
+    for (auto& b : m.codes) b = uint8_t(rng() % 0x7f) | uint8_t(rng() & 0x80);
+    m.scales.resize(size_t(rows * cols / 32));
+    for (auto& b : m.scales) b = uint8_t(115 + rng() % 11);
+    v.format = WeightFormat::kMxfp8, v.dtype = DType::F8_E4M3;
+    v.data = m.codes.data(), v.row_stride = cols;
+    v.scales = m.scales.data(), v.scale_dtype = DType::U8, v.scale_stride = cols / 32;
+    v.bits = 8, v.group = 32;
+    m.bytes = double(m.codes.size() + m.scales.size());
     return m;
   }
   if (bits == -4) {  // NVFP4: E2M1 pairs, one E4M3 scale per 16 columns
@@ -102,10 +114,11 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (auto& v : x) v = nd(rng);
-  for (int bits : {16, 4, -4, 8})
+  const int only = argc > 2 ? std::atoi(argv[2]) : 0;  // one format: 16, 4, -4, 8 or -8
+  for (int bits : {16, 4, -4, 8, -8})
     for (int64_t rows : {int64_t(256), int64_t(32768)})
       for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(16), int64_t(64)}) {
-        if (rows > 1024 && T > 4) continue;
+        if ((rows > 1024 && T > 4) || (only != 0 && bits != only)) continue;
         const int64_t cols = 4096;
         Mat m = make(bits == 16 && rows > 1024 ? rows / 2 : rows, cols, bits);
         MatView ex = m.v, fa = m.v;
@@ -169,6 +182,7 @@ int main(int argc, char** argv) {
                     bits == 16   ? "bf16"
                     : bits == 4  ? "q4 g64"
                     : bits == -4 ? "nvfp4"
+                    : bits == -8 ? "mxfp8"
                                  : "q8 g64",
                     static_cast<long long>(m.v.rows), static_cast<long long>(cols),
                     rows < 1024 ? "in L2" : "from DRAM", m.bytes / 1e6, static_cast<long long>(T));

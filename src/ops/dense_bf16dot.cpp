@@ -1,4 +1,7 @@
-// AVX512-BF16 kernel for bf16 weights in fast numerics (see dense_bf16dot.h), and its scalar twin.
+// AVX512-BF16 kernels for bf16 and MXFP8 weights in fast numerics (see dense_bf16dot.h), and their
+// scalar twins. Both formats run the same tiles: a row source (Bf16Row, Mxfp8Row) hands each
+// 32-column chunk to VDPBF16PS as 32 bf16 numbers (MXFP8: converted in registers, the block's
+// power of two folded into the exponents, ops/quant.h mxfp8_bf16_bits).
 // Tiles: one token streams one row at a time (a sequential read per thread, as the exact decode
 // kernel); 2-4 tokens run 2 rows x 2 tokens over blocks of 4 rows; more run chain-major tiles of
 // 4 rows x up to 4 tokens over blocks of 1024 columns (chain_rows below), so the weights come
@@ -11,6 +14,7 @@
 #include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
+#include "ops/quant.h"
 #include "ops/quant_affine_vnni.h"  // vnni_sum16: the fixed 16-lane reduction
 #include "ops/quant_q4_bf16dot.h"
 #include "ops/tile_emulated.h"
@@ -40,8 +44,28 @@ bool dense_bf16dot_handles(const MatView& w, int64_t n_tok) {
          w.dtype == DType::BF16;
 }
 
-void dense_bf16dot_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
-                            int64_t r0, int64_t r1, float* y, int64_t ldy) {
+bool mxfp8_bf16dot_handles(const MatView& w, int64_t n_tok) {
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kMxfp8 &&
+         w.group == 32 && w.cols % 32 == 0 &&
+         (w.scale_dtype == DType::U8 || w.scale_dtype == DType::F8_E8M0);
+}
+
+namespace {
+
+// Row r of w as the bf16 numbers the kernels multiply (n = w.cols of them).
+void row_bits(const MatView& w, int64_t r, uint16_t* out) {
+  if (w.format == WeightFormat::kMxfp8) {
+    const uint8_t* codes = w.row(r);
+    const uint8_t* e = w.scales + size_t(r * w.scale_stride);
+    for (int64_t c = 0; c < w.cols; ++c) out[c] = mxfp8_bf16_bits(codes[c], e[c / 32]);
+    return;
+  }
+  const uint16_t* row = reinterpret_cast<const uint16_t*>(w.row(r));
+  for (int64_t c = 0; c < w.cols; ++c) out[c] = load_unaligned(row + c);
+}
+
+void rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
+              float* y, int64_t ldy) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
   std::vector<uint16_t> xb(size_t(chunks * kChunk)), wb(size_t(chunks * kChunk));
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -49,8 +73,7 @@ void dense_bf16dot_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const Ma
     for (int64_t c = 0; c < n; ++c) xb[size_t(c)] = f32_to_bf16(x[t * ldx + c]);
     for (int64_t r = r0; r < r1; ++r) {
       std::fill(wb.begin(), wb.end(), uint16_t(0));
-      const uint16_t* row = reinterpret_cast<const uint16_t*>(w.row(r));
-      for (int64_t c = 0; c < n; ++c) wb[size_t(c)] = load_unaligned(row + c);
+      row_bits(w, r, wb.data());
       float lanes[kChains][16] = {};
       for (int64_t j = 0; j < chunks; ++j)
         for (int l = 0; l < 16; ++l)
@@ -62,6 +85,18 @@ void dense_bf16dot_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const Ma
       y[t * ldy + r] = vnni_sum16(s);
     }
   }
+}
+
+}  // namespace
+
+void dense_bf16dot_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                            int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  rows_ref(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+void mxfp8_bf16dot_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                            int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  rows_ref(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 
 #if INKLING_HAVE_DENSE_BF16DOT
@@ -98,21 +133,59 @@ inline __mmask32 tail_mask(int64_t n) {
   return n % kChunk ? __mmask32((1u << (n % kChunk)) - 1u) : ~__mmask32(0);
 }
 
-INK_TILE_FN inline __m512bh load_w(const uint16_t* p, __mmask32 m) {
-  return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
-}
+// A row's chunks as bf16 numbers: bf16 weights as stored (the last chunk masked).
+struct Bf16Row {
+  const uint16_t* p = nullptr;
+  Bf16Row() = default;
+  Bf16Row(const MatView& w, int64_t r) : p(reinterpret_cast<const uint16_t*>(w.row(r))) {}
+  INK_TILE_FN __m512bh load(int64_t j, __mmask32 m) const {
+    return (__m512bh)_mm512_maskz_loadu_epi16(m, p + j * kChunk);
+  }
+  const char* at(int64_t j) const { return reinterpret_cast<const char*>(p + j * kChunk); }
+};
+
+// MXFP8: a chunk is one block (32 E4M3 codes, one E8M0 exponent e), built as mxfp8_bf16_bits does:
+// normal codes by moving their fields ((m << 4) + (120 << 7): the value's bf16 bits), the seven
+// subnormals by VPERMW from a table, e - 127 added to the exponent field of nonzero values with
+// signed saturation and the result clamped at zero (values below bf16's normals read as zero),
+// the sign last. Rows are whole blocks (mxfp8_bf16dot_handles), so no mask.
+struct Mxfp8Row {
+  const uint8_t* codes = nullptr;
+  const uint8_t* e = nullptr;
+  Mxfp8Row() = default;
+  Mxfp8Row(const MatView& w, int64_t r)
+      : codes(w.row(r)), e(w.scales + size_t(r * w.scale_stride)) {}
+  INK_TILE_FN __m512bh load(int64_t j, __mmask32) const {
+    const __m512i b = _mm512_cvtepu8_epi16(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + j * kChunk)));
+    const __m512i mag = _mm512_and_si512(b, _mm512_set1_epi16(0x7f));
+    __m512i t = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), _mm512_set1_epi16(120 << 7));
+    const __m512i sub =
+        _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                         0x3C60, 0x3C40, 0x3C20, 0x3C00, 0x3BC0, 0x3B80, 0x3B00, 0);
+    t = _mm512_mask_permutexvar_epi16(t, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8)), mag,
+                                      sub);
+    const __m512i d = _mm512_set1_epi16(int16_t((int(e[j]) - 127) * 128));
+    t = _mm512_mask_adds_epi16(t, _mm512_test_epi16_mask(mag, mag), t, d);
+    t = _mm512_max_epi16(t, _mm512_setzero_si512());
+    // t | (b << 8 & 0x8000): the sign bit.
+    return (__m512bh)_mm512_ternarylogic_epi32(t, _mm512_slli_epi16(b, 8),
+                                               _mm512_set1_epi16(int16_t(0x8000)), 0xF8);
+  }
+  const char* at(int64_t j) const { return reinterpret_cast<const char*>(codes + j * kChunk); }
+};
 
 // R rows x NT tokens from row `r`: four chains per (row, token), chunk j into chain j % 4.
 // No software prefetch: the row ahead measured slower from DRAM (27 vs 32 GB/s, one Zen 4
 // thread) and halved the speed in L2.
-template <int R, int NT>
+template <class Row, int R, int NT>
 INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
                       int64_t ldy) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
   const int64_t full = n / kChunk;  // chunks read without a mask
   const __mmask32 tail = tail_mask(n);
-  const uint16_t* wr[R];
-  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+  Row wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = Row(w, r + i);
   const uint16_t* xt[NT];
   for (int t = 0; t < NT; ++t) xt[t] = p.xb.data() + (t0 + t) * p.stride;
   __m512 a[kChains][R][NT];
@@ -128,7 +201,7 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
     for (int k = 0; k < kChains; ++k) {
       __m512bh wv[R];
 #pragma GCC unroll 2
-      for (int i = 0; i < R; ++i) wv[i] = (__m512bh)_mm512_loadu_si512(wr[i] + (j + k) * kChunk);
+      for (int i = 0; i < R; ++i) wv[i] = wr[i].load(j + k, ~__mmask32(0));
 #pragma GCC unroll 2
       for (int t = 0; t < NT; ++t) {
         const __m512bh xv = (__m512bh)_mm512_load_si512(xt[t] + (j + k) * kChunk);
@@ -141,7 +214,7 @@ INK_TILE_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r
     const int k = int(j % kChains);
     const __mmask32 m = j < full ? ~__mmask32(0) : tail;
     for (int i = 0; i < R; ++i) {
-      const __m512bh wv = load_w(wr[i] + j * kChunk, m);
+      const __m512bh wv = wr[i].load(j, m);
       for (int t = 0; t < NT; ++t)
         a[k][i][t] =
             _mm512_dpbf16_ps(a[k][i][t], wv, (__m512bh)_mm512_load_si512(xt[t] + j * kChunk));
@@ -172,10 +245,9 @@ struct Park {  // [chain][row][token][16 lanes]
 
 // `ahead` (or null): the next tile's rows, prefetched over the block by chain 0 of the first
 // token group (the weights come from DRAM once; no effect on the arithmetic).
-template <int R, int NT>
-INK_TILE_FN void chain_block(const Prepared& p, int64_t t0, const uint16_t* const* wr, int64_t j0,
-                             int64_t j1, int64_t full, __mmask32 tail, bool first, Park& pk,
-                             const uint16_t* const* ahead) {
+template <class Row, int R, int NT>
+INK_TILE_FN void chain_block(const Prepared& p, int64_t t0, const Row* wr, int64_t j0, int64_t j1,
+                             int64_t full, __mmask32 tail, bool first, Park& pk, const Row* ahead) {
   const uint16_t* xt[NT];
   for (int t = 0; t < NT; ++t) xt[t] = p.xb.data() + (t0 + t) * p.stride;
 #pragma GCC unroll 1
@@ -189,12 +261,11 @@ INK_TILE_FN void chain_block(const Prepared& p, int64_t t0, const uint16_t* cons
     for (int64_t j = j0 + k; j < j1; j += kChains) {
       if (ahead && k == 0)
         for (int i = 0; i < R; ++i)
-          for (int q = 0; q < kChains; ++q)
-            _mm_prefetch(reinterpret_cast<const char*>(ahead[i] + (j + q) * kChunk), _MM_HINT_T0);
+          for (int q = 0; q < kChains; ++q) _mm_prefetch(ahead[i].at(j + q), _MM_HINT_T0);
       const __mmask32 m = j < full ? ~__mmask32(0) : tail;
       __m512bh wv[R];
 #pragma GCC unroll 4
-      for (int i = 0; i < R; ++i) wv[i] = load_w(wr[i] + j * kChunk, m);
+      for (int i = 0; i < R; ++i) wv[i] = wr[i].load(j, m);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const __m512bh xv = (__m512bh)_mm512_load_si512(xt[t] + j * kChunk);
@@ -209,33 +280,33 @@ INK_TILE_FN void chain_block(const Prepared& p, int64_t t0, const uint16_t* cons
   }
 }
 
-template <int R>
+template <class Row, int R>
 INK_TILE_FN void chain_rows(const Prepared& p, int64_t n_tok, const MatView& w, int64_t r,
                             int64_t r1, float* y, int64_t ldy, Park& pk) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk, full = n / kChunk;
   const __mmask32 tail = tail_mask(n);
-  const uint16_t* wr[R];
-  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
-  const uint16_t* nx[R];
+  Row wr[R], nx[R];
   const bool pf = r + 2 * R <= r1;
-  for (int i = 0; i < R; ++i)
-    nx[i] = pf ? reinterpret_cast<const uint16_t*>(w.row(r + R + i)) : nullptr;
+  for (int i = 0; i < R; ++i) {
+    wr[i] = Row(w, r + i);
+    if (pf) nx[i] = Row(w, r + R + i);
+  }
   for (int64_t j0 = 0; j0 < chunks; j0 += kBlockChunks) {
     const int64_t j1 = std::min(chunks, j0 + kBlockChunks);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTileT) {
-      const uint16_t* const* ahead = pf && t0 == 0 ? nx : nullptr;
+      const Row* ahead = pf && t0 == 0 ? nx : nullptr;
       switch (std::min<int64_t>(kTileT, n_tok - t0)) {
         case 1:
-          chain_block<R, 1>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          chain_block<Row, R, 1>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
           break;
         case 2:
-          chain_block<R, 2>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          chain_block<Row, R, 2>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
           break;
         case 3:
-          chain_block<R, 3>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          chain_block<Row, R, 3>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
           break;
         default:
-          chain_block<R, 4>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
+          chain_block<Row, R, 4>(p, t0, wr, j0, j1, full, tail, j0 == 0, pk, ahead);
           break;
       }
     }
@@ -257,13 +328,15 @@ bool dense_bf16dot_available() {
 #endif
 }
 
-void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
-                        int64_t r1, float* y, int64_t ldy) {
 #if INKLING_HAVE_DENSE_BF16DOT
+namespace {
+template <class Row>
+void rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
+          float* y, int64_t ldy) {
   thread_local Prepared p;
   prepare(x, n_tok, ldx, w.cols, p);
   if (n_tok == 1) {  // one sequential stream
-    for (int64_t r = r0; r < r1; ++r) tile<1, 1>(p, 0, w, r, y, ldy);
+    for (int64_t r = r0; r < r1; ++r) tile<Row, 1, 1>(p, 0, w, r, y, ldy);
     return;
   }
   if (n_tok <= kPairTokens) {  // row pairs x token pairs over blocks of 4 rows, full rows
@@ -274,17 +347,34 @@ void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatVie
         const bool pair = t0 + 1 < n_tok;
         int64_t r = rb;
         for (; r + 2 <= re; r += 2)
-          pair ? tile<2, 2>(p, t0, w, r, y, ldy) : tile<2, 1>(p, t0, w, r, y, ldy);
+          pair ? tile<Row, 2, 2>(p, t0, w, r, y, ldy) : tile<Row, 2, 1>(p, t0, w, r, y, ldy);
         for (; r < re; ++r)
-          pair ? tile<1, 2>(p, t0, w, r, y, ldy) : tile<1, 1>(p, t0, w, r, y, ldy);
+          pair ? tile<Row, 1, 2>(p, t0, w, r, y, ldy) : tile<Row, 1, 1>(p, t0, w, r, y, ldy);
       }
     }
     return;
   }
   thread_local Park pk;
   int64_t r = r0;
-  for (; r + kTileR <= r1; r += kTileR) chain_rows<kTileR>(p, n_tok, w, r, r1, y, ldy, pk);
-  for (; r < r1; ++r) chain_rows<1>(p, n_tok, w, r, r1, y, ldy, pk);
+  for (; r + kTileR <= r1; r += kTileR) chain_rows<Row, kTileR>(p, n_tok, w, r, r1, y, ldy, pk);
+  for (; r < r1; ++r) chain_rows<Row, 1>(p, n_tok, w, r, r1, y, ldy, pk);
+}
+}  // namespace
+#endif  // INKLING_HAVE_DENSE_BF16DOT
+
+void dense_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                        int64_t r1, float* y, int64_t ldy) {
+#if INKLING_HAVE_DENSE_BF16DOT
+  rows<Bf16Row>(x, n_tok, ldx, w, r0, r1, y, ldy);
+#else
+  (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
+#endif
+}
+
+void mxfp8_bf16dot_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                        int64_t r1, float* y, int64_t ldy) {
+#if INKLING_HAVE_DENSE_BF16DOT
+  rows<Mxfp8Row>(x, n_tok, ldx, w, r0, r1, y, ldy);
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy;
 #endif

@@ -114,12 +114,17 @@ constexpr KernelSet kDenseBf16Widen{{kWidenFast, kWidenFast, kHwyGemm}, dense_de
 const KernelSet* select_dense_hwy(const MatView&, KernelMode) {
   return &kDenseHwy;  // f32 weights keep f32 products in both modes
 }
+// On Intel's AVX512-BF16 CPUs (bf16dot_preferred() false) the widening kernel takes fast bf16
+// where it runs, with the exact gemm (or AMX's) for 17+.
+constexpr KernelSet kDenseBf16WidenAmx{{kWidenFast, kWidenFast, kAmxGemmFast}, dense_dequant_row};
 const KernelSet* select_dense_bf16(const MatView& w, KernelMode m) {
   const bool amx = amx_gemm_handles(w) && amx_gemm_enabled();
-  if (m != KernelMode::kExact && dense_bf16dot_available() && dense_bf16dot_handles(w, 1))
-    return amx ? &kDenseBf16FastAmx : &kDenseBf16Fast;
-  if (m != KernelMode::kExact && dense_widen_fast_available() && dense_widen_fast_handles(w, 1))
-    return amx ? &kDenseBf16Amx : &kDenseBf16Widen;
+  if (m != KernelMode::kExact) {
+    const bool dot = dense_bf16dot_available() && dense_bf16dot_handles(w, 1);
+    const bool widen = dense_widen_fast_available() && dense_widen_fast_handles(w, 1);
+    if (dot && (bf16dot_preferred() || !widen)) return amx ? &kDenseBf16FastAmx : &kDenseBf16Fast;
+    if (widen) return amx ? &kDenseBf16WidenAmx : &kDenseBf16Widen;
+  }
   return amx ? &kDenseBf16Amx : &kDenseHwy;
 }
 const KernelSet* select_dense_scalar(const MatView&, KernelMode) {
@@ -312,7 +317,7 @@ const KernelSet* select_affine_words(const MatView& w, KernelMode m) {
 }
 const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
-  if (m != KernelMode::kExact && bf16dot_for(w)) {
+  if (m != KernelMode::kExact && bf16dot_for(w) && (bf16dot_preferred() || !int8_for(w, m))) {
     if (gemm_for(w, m)) return &kNvfp4Bf16FastGemm;
     return &kNvfp4Fast[hwy_gemm_q4_supported(w)];
   }
@@ -324,15 +329,23 @@ const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
 }
 
 // MXFP8 (Inkling 2's experts): the Highway kernel for 1..16 tokens (x exact in f32 against the
-// E4M3 values, also in fast mode for now), the gemm on tiles dequantized once for 17+.
+// E4M3 values), the gemm on tiles dequantized once for 17+. Fast numerics on CPUs with
+// AVX512-BF16: x rounded to bf16 and the blocks made bf16 in registers (dense_bf16dot.h) for
+// 1..16 tokens; elsewhere fast runs the exact kernels.
 constexpr Kernel kHwyMxfp8{"hwy mxfp8", quant_matmul_rows};
 constexpr Kernel kHwyGemmMxfp8{"hwy gemm mxfp8", hwy_gemm_rows};
+constexpr Kernel kBf16DotMxfp8{"avx512-bf16 mxfp8 (x bf16)", mxfp8_bf16dot_rows};
 constexpr KernelSet kMxfp8[2] = {{{kHwyMxfp8, kHwyMxfp8, kHwyMxfp8}, mxfp8_dequant_row},
                                  {{kHwyMxfp8, kHwyMxfp8, kHwyGemmMxfp8}, mxfp8_dequant_row}};
-const KernelSet* select_mxfp8(const MatView& w, KernelMode) {
+constexpr KernelSet kMxfp8Fast[2] = {
+    {{kBf16DotMxfp8, kBf16DotMxfp8, kHwyMxfp8}, mxfp8_dequant_row},
+    {{kBf16DotMxfp8, kBf16DotMxfp8, kHwyGemmMxfp8}, mxfp8_dequant_row}};
+const KernelSet* select_mxfp8(const MatView& w, KernelMode m) {
   if (w.group != 32 || w.cols % 32 != 0 ||
       (w.scale_dtype != DType::U8 && w.scale_dtype != DType::F8_E8M0))
     return nullptr;
+  if (m != KernelMode::kExact && dense_bf16dot_available() && mxfp8_bf16dot_handles(w, 1))
+    return &kMxfp8Fast[hwy_gemm_mxfp8_supported(w)];
   return &kMxfp8[hwy_gemm_mxfp8_supported(w)];
 }
 

@@ -2,6 +2,7 @@
 // definition every fused quantized kernel is tested against. Also column slices of views.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -38,6 +39,22 @@ inline void mxfp8_block_factor(uint8_t e, float* f1, float* f2) {
     *f1 = 256.f;
     *f2 = e8m0_to_f32(e);
   }
+}
+
+// One MXFP8 weight, e4m3(code) * 2^(e - 127), as bf16 bits, the way the AVX512-BF16 kernel builds
+// it (ops/dense_bf16dot.h): the E4M3 value's bf16 bits (normals by moving the fields, the seven
+// subnormals from a table) with e - 127 added to a nonzero value's exponent field, saturated; the
+// sign last. Exact wherever the product is a normal bf16 (every code for 10 <= e <= 246); smaller
+// results read as zero (a bf16 denormal, which VDPBF16PS reads as zero, or +-0), results beyond
+// bf16's range as inf or NaN, and the NaN codes 0x7f / 0xff as +-480 * 2^(e - 127), as the exact
+// SIMD kernel reads them (ops/e4m3-inl.h).
+inline uint16_t mxfp8_bf16_bits(uint8_t code, uint8_t e) {
+  static constexpr uint16_t kSub[8] = {0x0000, 0x3B00, 0x3B80, 0x3BC0,
+                                       0x3C00, 0x3C20, 0x3C40, 0x3C60};  // m * 2^-9
+  const int mag = code & 0x7f;
+  int t = mag < 8 ? kSub[mag] : (mag << 4) + (120 << 7);
+  if (mag != 0) t = std::clamp(t + ((int(e) - 127) << 7), -32768, 32767);
+  return uint16_t(std::max(t, 0) | ((code & 0x80) << 8));
 }
 
 // Columns [c0, c0 + n) of every row as a view of their own (same row strides). For quantized

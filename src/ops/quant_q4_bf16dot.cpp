@@ -301,6 +301,20 @@ bool q4_bf16dot_available() {
 #endif
 }
 
+bool bf16dot_preferred() {
+  static const bool preferred = [] {
+    if (const char* e = std::getenv("INKLING_BF16DOT_PREFER"); e && *e)
+      return std::strcmp(e, "0") != 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return !__builtin_cpu_is("intel");
+#else
+    return true;
+#endif
+  }();
+  return preferred;
+}
+
 bool q4_bf16dot_enabled() {
   return g_switch.enabled(q4_bf16dot_available());
 }

@@ -24,6 +24,15 @@ bool q4_bf16dot_available();
 bool q4_bf16dot_enabled();
 void set_q4_bf16dot_enabled(bool on);
 
+// Whether the registry picks the AVX512-BF16 kernels in fast numerics where another fast kernel
+// serves the same views (bf16 weights: the one-chain widening kernel; NVFP4: the int8 one). On
+// AMD (Zen 4 and later) VDPBF16PS issues at an FMA's rate; on Intel's AVX512-BF16 CPUs (Cooper
+// Lake, Sapphire and Emerald Rapids) at about half of it: on an Emerald Rapids VM, 16 tokens on
+// bf16 weights in L2 ran 4.1 GB/s against the widening kernel's 6.3, and NVFP4 from DRAM 8.9
+// against the 512-bit int8 kernel's 12.6 (one thread). So: true unless the CPU is Intel's.
+// INKLING_BF16DOT_PREFER=1 or 0 decides instead (read once; for A/B benchmarks and tests).
+bool bf16dot_preferred();
+
 // Affine 4-bit views with a power-of-two group of at least 8 columns and NVFP4 views, for 1..16
 // tokens (kFewMaxTokens: pairs of tokens per pass over blocks of rows; 17+ go to the gemm).
 bool q4_bf16dot_handles(const MatView& w, int64_t n_tok);

@@ -16,6 +16,7 @@
 #include "ops/dense_bf16dot.h"
 #include "ops/dense_widen_fast.h"
 #include "ops/formats.h"
+#include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
 namespace {
@@ -75,10 +76,12 @@ TEST(DenseBf16Dot, BoundInFastNumericsOnly) {
   ASSERT_TRUE(bind_kernels(exact, Numerics::kExact));
   ASSERT_TRUE(bind_kernels(fast, Numerics::kFast));
   EXPECT_NE(exact.kernels->for_tokens(1).rows, dense_bf16dot_rows);
-  if (dense_bf16dot_available()) {
+  if (dense_bf16dot_available() && (bf16dot_preferred() || !dense_widen_fast_available())) {
     EXPECT_EQ(fast.kernels->for_tokens(1).rows, dense_bf16dot_rows);
     EXPECT_EQ(fast.kernels->for_tokens(kFewMaxTokens).rows, dense_bf16dot_rows);
-  } else if (!dense_widen_fast_available()) {
+  } else if (dense_widen_fast_available()) {
+    EXPECT_EQ(fast.kernels->for_tokens(1).rows, dense_widen_fast_rows);  // Intel's VDPBF16PS
+  } else {
     EXPECT_EQ(fast.kernels, exact.kernels);  // no fast kernel here: fast runs exact
   }
   // f32 weights keep f32 products in both modes.

@@ -16,6 +16,7 @@
 #include "ops/dense_bf16dot.h"
 #include "ops/dense_widen_fast.h"
 #include "ops/formats.h"
+#include "ops/quant_q4_bf16dot.h"
 
 namespace inkling {
 namespace {
@@ -87,23 +88,28 @@ TEST(DenseWidenFast, TwinWithinF32RoundingOfExact) {
   }
 }
 
-TEST(DenseWidenFast, BoundInFastNumericsWithoutAvx512Bf16) {
+// Bound in fast numerics where the CPU has no AVX512-BF16, or where it does but its VDPBF16PS is
+// the slower choice (Intel's: bf16dot_preferred() false).
+TEST(DenseWidenFast, BoundInFastNumericsUnlessVdpbf16psIsPreferred) {
   std::mt19937 rng(44);
   Bf16Mat m = make_bf16(4, 64, 64, rng);
   MatView exact = m.view, fast = m.view;
   ASSERT_TRUE(bind_kernels(exact, Numerics::kExact));
   ASSERT_TRUE(bind_kernels(fast, Numerics::kFast));
   EXPECT_NE(exact.kernels->for_tokens(1).rows, dense_widen_fast_rows);
-  if (dense_bf16dot_available()) {
+  if (dense_bf16dot_available() && (bf16dot_preferred() || !dense_widen_fast_available())) {
     EXPECT_EQ(fast.kernels->for_tokens(1).rows, dense_bf16dot_rows);  // VDPBF16PS wins
   } else if (dense_widen_fast_available()) {
     EXPECT_EQ(fast.kernels->for_tokens(1).rows, dense_widen_fast_rows);
     EXPECT_EQ(fast.kernels->for_tokens(kFewMaxTokens).rows, dense_widen_fast_rows);
     EXPECT_NE(fast.kernels->for_tokens(kFewMaxTokens + 1).rows, dense_widen_fast_rows);
-    set_dense_widen_fast_enabled(false);  // switched off: fast runs the exact kernels
+    set_dense_widen_fast_enabled(false);  // switched off: VDPBF16PS, else the exact kernels
     MatView off = m.view;
     ASSERT_TRUE(bind_kernels(off, Numerics::kFast));
-    EXPECT_EQ(off.kernels, exact.kernels);
+    if (dense_bf16dot_available())
+      EXPECT_EQ(off.kernels->for_tokens(1).rows, dense_bf16dot_rows);
+    else
+      EXPECT_EQ(off.kernels, exact.kernels);
     set_dense_widen_fast_enabled(true);
   } else {
     EXPECT_EQ(fast.kernels, exact.kernels);
