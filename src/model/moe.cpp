@@ -27,6 +27,7 @@ int gate_up_jobs(const SwiGluWeights& w, const float* x, int64_t T, int64_t H, i
     jobs[0] = {x, T, H, whole, gu, 2 * W};
     return 1;
   }
+  *interleaved = false;  // join_halves may have said the halves interleave: gu holds them apart
   jobs[0] = {x, T, H, &w.gate, gu, 2 * W};
   jobs[1] = {x, T, H, &w.up, gu + W, 2 * W};
   return 2;

@@ -315,8 +315,12 @@ const KernelSet* select_affine_words(const MatView& w, KernelMode m) {
   if (!bf16 && vnni_for(w)) return &kAffineWordsVnni;
   return &kAffineWords[bf16];
 }
+// NVFP4 with load-time tiles (fast numerics): the int8 gemm for every count of tokens, two int8
+// parts of x in both grades, as NVFP4's int8 decode kernel and gemm take them.
+constexpr KernelSet kNvfp4Tiles{{kQ4Tiles[1], kQ4Tiles[1], kQ4Tiles[1]}, nvfp4_dequant_row};
 const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
   if (w.group != 16 || w.cols % 16 != 0) return nullptr;
+  if (w.tiles && gemm_for(w, m)) return &kNvfp4Tiles;
   if (m != KernelMode::kExact && bf16dot_for(w) && (bf16dot_preferred() || !int8_for(w, m))) {
     if (gemm_for(w, m)) return &kNvfp4Bf16FastGemm;
     return &kNvfp4Fast[hwy_gemm_q4_supported(w)];

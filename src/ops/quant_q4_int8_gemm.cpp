@@ -20,6 +20,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"        // the same, in the cast intrinsics
 #endif
 #include <immintrin.h>
+
+#include "ops/nvfp4_factors_avx512-inl.h"
 #define INK_GEMM512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 // GCC gives a lambda in a target function the target only when asked.
 #define INK_GEMM512_LAMBDA \
@@ -55,23 +57,30 @@ struct Scratch {
   AlignedScratch<uint8_t> tile;  // per block of 32 columns: 4 vectors of one word per row
   AlignedScratch<float> fac;     // per factor group: the 16 rows' weight factors
   AlignedScratch<float> bias;    // affine, per group: the 16 rows' biases
-  AlignedScratch<int32_t> corr;  // NVFP4, per group of 16: 128 x the 16 rows' code sums
+  // NVFP4, per token, part and group of 16 columns: 12 x the sum of the part's values there
+  // (the codes enter VPDPBUSD as |e2m1| x 2 + 12, unsigned; this takes the 12 back out).
+  AlignedScratch<int32_t> off;
 };
 
 // One tile as the kernel reads it: regrouped codes, then per factor group the 16 rows' weight
 // factors (and affine biases) as elements of kSc (F32 from a per-call regrouping; the view's
-// scale dtype from load-time tiles: both convert exactly to the same f32), NVFP4's corrections.
+// scale dtype from load-time tiles: both convert exactly to the same f32; NVFP4's tiles keep the
+// E4M3 block scales, made factors with scale2 as the per-call regrouping makes them).
 struct TileRef {
   const uint8_t* codes = nullptr;
   const uint8_t* fac = nullptr;
   const uint8_t* bias = nullptr;
-  const int32_t* corr = nullptr;
+  float scale2 = 1.f;
 };
 
 // The 16 lanes of factor group k (elements of kSc) as f32.
 template <DType kSc>
-INK_GEMM512 inline __m512 load_lanes(const uint8_t* base, int64_t k) {
-  if constexpr (kSc == DType::F32) {
+INK_GEMM512 inline __m512 load_lanes(const TileRef& tr, int64_t k) {
+  const uint8_t* base = tr.fac;
+  if constexpr (kSc == DType::F8_E4M3) {
+    return nvfp4_avx512::half_factors16(base + k * kRows, __mmask16(0xffff),
+                                        _mm512_set1_ps(tr.scale2));
+  } else if constexpr (kSc == DType::F32) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(base) + k * kRows);
   } else {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + k * kRows * 2));
@@ -86,15 +95,35 @@ INK_GEMM512 inline __m512i bcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// |e2m1| x 2 with its sign, per code (the signed operand of VPDPBUSD).
+// |e2m1| x 2 with its sign, plus 12, per code: 0..24, the unsigned operand of VPDPBUSD against x's
+// signed parts (as the affine codes are).
 INK_GEMM512 inline __m512i nv_values(__m512i codes) {
   const __m512i lut = _mm512_broadcast_i32x4(
-      _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
   return _mm512_shuffle_epi8(lut, codes);
 }
 
+// NVFP4: 12 x each part's sum over every group of 16 columns, per token, into s.off
+// ([token][part][group]). Group k is block k / 2's words 2 (k % 2) and + 1: eight A values and
+// the eight B values 32 further on in the span order.
+void nv_offsets(const Q4Int8Prepared& p, int64_t n_tok, int64_t cols, int parts, Scratch& s) {
+  const int64_t ng = cols / 16;
+  int32_t* o = s.off.get(size_t(n_tok * parts * ng));
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int part = 0; part < parts; ++part) {
+      const int8_t* x = (part == 0 ? p.a.data() : p.c.data()) + t * cols;
+      int32_t* out = o + (t * parts + part) * ng;
+      for (int64_t k = 0; k < ng; ++k) {
+        const int64_t b = k / 2, at = 64 * (b / 2) + 16 * (b % 2) + 8 * (k % 2);
+        int32_t sum = 0;
+        for (int i = 0; i < 8; ++i) sum += x[at + i] + x[at + 32 + i];
+        out[k] = 12 * sum;
+      }
+    }
+}
+
 // Rows [rb, rb + nr) of w into s: codes regrouped per block (rows past nr repeat the last one and
-// are never stored), factors and biases per group as 16 lanes, NVFP4's offset corrections.
+// are never stored), factors and biases per group as 16 lanes.
 template <bool kNv>
 INK_GEMM512 TileRef pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) {
   const int64_t cols = w.cols, nb = cols / 32;
@@ -117,39 +146,27 @@ INK_GEMM512 TileRef pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) 
       if (bias) bias[k * kRows + i] = s.p.rb[size_t(k)];
     }
   }
-  if constexpr (kNv) {
-    int32_t* corr = s.corr.get(size_t(nfac * kRows));
-    const __m512i m4 = _mm512_set1_epi8(0x0f), c128 = _mm512_set1_epi8(char(0x80));
-    for (int64_t k = 0; k < nfac; ++k) {  // group k: block k / 2, words 2 (k % 2) and +1
-      __m512i sum = _mm512_setzero_si512();
-      for (int j = 2 * int(k % 2); j < 2 * int(k % 2) + 2; ++j) {
-        const __m512i v = _mm512_load_si512(tile + (4 * (k / 2) + j) * 64);
-        sum = _mm512_dpbusd_epi32(sum, c128, nv_values(_mm512_and_si512(v, m4)));
-        sum = _mm512_dpbusd_epi32(sum, c128,
-                                  nv_values(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4)));
-      }
-      _mm512_store_si512(corr + k * kRows, sum);
-    }
-  }
-  return {tile, reinterpret_cast<const uint8_t*>(fac), reinterpret_cast<const uint8_t*>(bias),
-          kNv ? s.corr.data() : nullptr};
+  return {tile, reinterpret_cast<const uint8_t*>(fac), reinterpret_cast<const uint8_t*>(bias)};
 }
 
 // One tile's rows for tokens t0 .. t0 + NT - 1 (rows masked by rmask at the store).
 template <bool kNv, int kGroup, int kParts, int NT, DType kSc>
-INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t cols, int64_t t0,
-                             int64_t rb, __mmask16 rmask, float* y, int64_t ldy, int64_t pf) {
-  const int64_t nb = cols / 32;
+INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const int32_t* off,
+                             int64_t cols, int64_t t0, int64_t rb, __mmask16 rmask, float* y,
+                             int64_t ldy, int64_t pf) {
+  const int64_t nb = cols / 32, ng16 = cols / 16;
   const uint8_t* tile = tr.codes;
   const int8_t* a[NT];
   const int8_t* c[NT];
   const float* d[NT];
+  const int32_t* oa[NT];  // NVFP4: the token's offsets of part a (and c after them)
   _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
     a[t] = p.a.data() + (t0 + t) * cols;
     c[t] = kParts == 2 ? p.c.data() + (t0 + t) * cols : nullptr;
     d[t] = p.d.data() + (t0 + t) * nb;
+    oa[t] = kNv ? off + (t0 + t) * kParts * ng16 : nullptr;
   }
-  const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[NT];
   _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -164,7 +181,7 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
     }
     const int64_t at = 64 * (b / 2) + 16 * (b % 2);  // the block's first A part; B's are +32
     if constexpr (!kNv) {
-      const __m512 wf = load_lanes<kSc>(tr.fac, b * 32 / kGroup);
+      const __m512 wf = load_lanes<kSc>(tr, b * 32 / kGroup);
       // The integer sums of every token at once, the tokens' chains interleaved so that
       // VPDPBUSD's latency is hidden (one to three tokens: the low and high nibbles in two chains
       // each); integer sums are exact, so any order gives the same I.
@@ -195,20 +212,20 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
     } else {
       _Pragma("GCC unroll 2") for (int q = 0; q < 2; ++q) {  // the block's two groups of 16 columns
         const int64_t k = 2 * b + q;
-        const __m512 wf = load_lanes<kSc>(tr.fac, k);
-        const __m512i corr = _mm512_load_si512(tr.corr + k * kRows);
+        const __m512 wf = load_lanes<kSc>(tr, k);
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
-          auto sums = [&](const int8_t* x) INK_GEMM512_LAMBDA {
-            __m512i sum = _mm512_setzero_si512();
+          // sum((v + 12) x) - 12 sum(x): the exact integer sum(v x).
+          auto sums = [&](const int8_t* x, int32_t o) INK_GEMM512_LAMBDA {
+            __m512i sum = _mm512_set1_epi32(-o);
             _Pragma("GCC unroll 8") for (int j = 2 * q; j < 2 * q + 2; ++j) {
-              sum = _mm512_dpbusd_epi32(sum, _mm512_xor_si512(bcast4(x + at + 4 * j), flip), A[j]);
-              sum = _mm512_dpbusd_epi32(sum, _mm512_xor_si512(bcast4(x + at + 32 + 4 * j), flip),
-                                        B[j]);
+              sum = _mm512_dpbusd_epi32(sum, A[j], bcast4(x + at + 4 * j));
+              sum = _mm512_dpbusd_epi32(sum, B[j], bcast4(x + at + 32 + 4 * j));
             }
-            return _mm512_sub_epi32(sum, corr);
+            return sum;
           };
-          __m512i I = sums(a[t]);
-          if constexpr (kParts == 2) I = _mm512_add_epi32(_mm512_slli_epi32(I, 8), sums(c[t]));
+          __m512i I = sums(a[t], oa[t][k]);
+          if constexpr (kParts == 2)
+            I = _mm512_add_epi32(_mm512_slli_epi32(I, 8), sums(c[t], oa[t][ng16 + k]));
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I),
                                    _mm512_mul_ps(wf, _mm512_set1_ps(d[t][b])), acc[t]);
         }
@@ -224,7 +241,7 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
     const float* gs[NT];
     _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) gs[t] = p.gsum.data() + (t0 + t) * ng;
     for (int64_t g = 0; g < ng; ++g) {
-      const __m512 bl = load_lanes<kSc>(tr.bias, g);
+      const __m512 bl = load_lanes<kSc>(TileRef{nullptr, tr.bias}, g);
       _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) bs[t] =
           _mm512_fmadd_ps(bl, _mm512_set1_ps(gs[t][g]), bs[t]);
     }
@@ -235,11 +252,12 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t
 
 // Every token of x against one tile: 8 tokens per pass over its registers, then 4, 3 or 2, 1.
 template <bool kNv, int kGroup, int kParts, DType kSc>
-void tile_all_tokens(const TileRef& tr, const Q4Int8Prepared& p, int64_t cols, int64_t n_tok,
-                     int64_t rb, __mmask16 rmask, float* y, int64_t ldy, int64_t pf = 0) {
+void tile_all_tokens(const TileRef& tr, const Q4Int8Prepared& p, const int32_t* off, int64_t cols,
+                     int64_t n_tok, int64_t rb, __mmask16 rmask, float* y, int64_t ldy,
+                     int64_t pf = 0) {
   int64_t t0 = 0;
   auto pass = [&](auto nt) {  // the first pass reads the tile from memory
-    tile_tokens<kNv, kGroup, kParts, nt(), kSc>(tr, p, cols, t0, rb, rmask, y, ldy,
+    tile_tokens<kNv, kGroup, kParts, nt(), kSc>(tr, p, off, cols, t0, rb, rmask, y, ldy,
                                                 t0 == 0 ? pf : 0);
     t0 += nt();
   };
@@ -257,7 +275,8 @@ void gemm(Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, f
     const int nr = int(std::min<int64_t>(kRows, r1 - rb));
     const __mmask16 rmask = __mmask16((1u << nr) - 1);
     const TileRef tr = pack_tile<kNv>(w, rb, nr, s);
-    tile_all_tokens<kNv, kGroup, kParts, DType::F32>(tr, s.p, w.cols, n_tok, rb, rmask, y, ldy);
+    tile_all_tokens<kNv, kGroup, kParts, DType::F32>(tr, s.p, s.off.data(), w.cols, n_tok, rb,
+                                                     rmask, y, ldy);
   }
 }
 
@@ -269,19 +288,19 @@ int64_t tile_prefetch() {
   return d;
 }
 
-// The same over load-time tiles (affine): tile rb / 16 of the view, rows outside [r0, r1) masked.
-template <int kGroup, int kParts, DType kSc>
-void gemm_tiles(const Q4Int8Prepared& p, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1,
-                float* y, int64_t ldy) {
+// The same over load-time tiles: tile rb / 16 of the view, rows outside [r0, r1) masked.
+template <bool kNv, int kGroup, int kParts, DType kSc>
+void gemm_tiles(const Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
+                int64_t ldy) {
   const int64_t fac_bytes = w.cols / kGroup * kRows * int64_t(dtype_size(kSc));
   const int64_t code_bytes = w.cols / 32 * 4 * 64;
   for (int64_t rb = r0 - r0 % kRows; rb < r1; rb += kRows) {
     const int lo = int(std::max(r0, rb) - rb), hi = int(std::min(r1, rb + kRows) - rb);
     const __mmask16 rmask = __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1));
     const uint8_t* t = w.tiles + (rb / kRows) * w.tile_stride;
-    const TileRef tr{t, t + code_bytes, t + code_bytes + fac_bytes, nullptr};
-    tile_all_tokens<false, kGroup, kParts, kSc>(tr, p, w.cols, n_tok, rb, rmask, y, ldy,
-                                                tile_prefetch());
+    const TileRef tr{t, t + code_bytes, kNv ? nullptr : t + code_bytes + fac_bytes, w.scale2};
+    tile_all_tokens<kNv, kGroup, kParts, kSc>(tr, s.p, s.off.data(), w.cols, n_tok, rb, rmask, y,
+                                              ldy, tile_prefetch());
   }
 }
 
@@ -293,11 +312,14 @@ bool cpu_has_gemm() {
 #endif  // INKLING_HAVE_Q4GEMM
 
 int64_t q4_int8_tile_stride(const MatView& w) {
-  if (w.format != WeightFormat::kAffine || !q4_int8_gemm_handles(w) || !w.scales) return 0;
-  if (w.scale_dtype != DType::BF16 && w.scale_dtype != DType::F16 && w.scale_dtype != DType::F32)
+  if (!q4_int8_gemm_handles(w) || !w.scales) return 0;
+  const bool nv = w.format == WeightFormat::kNvfp4;
+  if (nv ? w.scale_dtype != DType::F8_E4M3
+         : w.scale_dtype != DType::BF16 && w.scale_dtype != DType::F16 &&
+               w.scale_dtype != DType::F32)
     return 0;
   const int64_t es = int64_t(dtype_size(w.scale_dtype));
-  const int64_t bytes = w.cols / 32 * 4 * 64 + 2 * (w.cols / w.group) * 16 * es;
+  const int64_t bytes = w.cols / 32 * 4 * 64 + (nv ? 1 : 2) * (w.cols / w.group) * 16 * es;
   return (bytes + 63) / 64 * 64;
 }
 
@@ -310,10 +332,11 @@ void q4_int8_pack_tiles(const MatView& w, uint8_t* out) {
   INK_CHECK(stride > 0);
   const int64_t nb = w.cols / 32, ng = w.cols / w.group;
   const size_t es = dtype_size(w.scale_dtype);
+  const bool nv = w.format == WeightFormat::kNvfp4;
   for (int64_t rb = 0; rb < w.rows; rb += 16) {
     uint8_t* t = out + (rb / 16) * stride;
     uint8_t* fac = t + nb * 4 * 64;
-    uint8_t* bias = fac + ng * 16 * int64_t(es);
+    uint8_t* bias = fac + ng * 16 * int64_t(es);  // affine only
     for (int i = 0; i < 16; ++i) {
       const int64_t r = std::min(rb + i, w.rows - 1);  // a short last tile repeats its last row
       const uint8_t* src = w.row(r);
@@ -323,11 +346,12 @@ void q4_int8_pack_tiles(const MatView& w, uint8_t* out) {
       const size_t soff = size_t(r * w.scale_stride) * es;
       for (int64_t g = 0; g < ng; ++g) {
         std::memcpy(fac + (g * 16 + i) * int64_t(es), w.scales + soff + size_t(g) * es, es);
-        std::memcpy(bias + (g * 16 + i) * int64_t(es), w.biases + soff + size_t(g) * es, es);
+        if (!nv)
+          std::memcpy(bias + (g * 16 + i) * int64_t(es), w.biases + soff + size_t(g) * es, es);
       }
     }
-    std::memset(bias + ng * 16 * int64_t(es), 0,
-                size_t(stride - (nb * 4 * 64 + 2 * ng * 16 * int64_t(es))));
+    const int64_t used = nb * 4 * 64 + (nv ? 1 : 2) * ng * 16 * int64_t(es);
+    std::memset(t + used, 0, size_t(stride - used));
   }
 }
 
@@ -361,17 +385,19 @@ void q4_int8_gemm_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const M
 #if INKLING_HAVE_Q4GEMM
   thread_local Scratch s;
   q4_int8_prepare(x, n_tok, ldx, w, parts, false, s.p);
-  const bool tiles = w.tiles && w.format == WeightFormat::kAffine;
+  if (w.format == WeightFormat::kNvfp4) nv_offsets(s.p, n_tok, w.cols, parts, s);
   q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
-    if constexpr (!nv()) {
-      if (tiles) {
+    if (w.tiles) {
+      if constexpr (nv()) {
+        return gemm_tiles<true, group(), np(), DType::F8_E4M3>(s, n_tok, w, r0, r1, y, ldy);
+      } else {
         switch (w.scale_dtype) {
           case DType::BF16:
-            return gemm_tiles<group(), np(), DType::BF16>(s.p, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::BF16>(s, n_tok, w, r0, r1, y, ldy);
           case DType::F16:
-            return gemm_tiles<group(), np(), DType::F16>(s.p, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::F16>(s, n_tok, w, r0, r1, y, ldy);
           default:
-            return gemm_tiles<group(), np(), DType::F32>(s.p, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::F32>(s, n_tok, w, r0, r1, y, ldy);
         }
       }
     }

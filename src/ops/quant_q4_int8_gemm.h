@@ -8,8 +8,9 @@
 // of one 32-bit word per row (bytes 16b + 4j .. +3 of the row: columns 32b + 8j .. + 7, low
 // nibbles the even ones, high the odd), against the parts' span order (quant_q4_int8.h), so
 // the low nibbles meet 4 parts of A and the high ones 4 of B. Affine: codes 0..15 as the unsigned
-// operand, x's parts signed. NVFP4: |e2m1| x 2 with its sign (-12..12) as the signed operand, x's
-// parts + 128 as the unsigned one, and 128 times the codes' sum taken off (exact in int32).
+// operand, x's parts signed. NVFP4: |e2m1| x 2 with its sign, plus 12 (0..24), as the unsigned
+// operand against x's signed parts, and 12 times the parts' sum over the group taken off (exact in
+// int32; computed once per token).
 //
 // Per (row r, token t), in f32: acc = 0; for each factor group k of the row in order (affine: a
 // block of 32 columns; NVFP4: 16) acc = fma(f32(I_k), w_k * d_k, acc), with I_k the exact
@@ -47,13 +48,16 @@ void q4_int8_gemm_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView
 void q4_int8_gemm_fine_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
                             int64_t r0, int64_t r1, float* y, int64_t ldy);
 
-// Load-time tiles (fast numerics; MatView::tiles): an affine view's 16-row tiles regrouped once,
-// so that no call regroups them and 1..16 tokens take this kernel too (decode, batched decode,
+// Load-time tiles (fast numerics; MatView::tiles): a view's 16-row tiles regrouped once, so that
+// no call regroups them and 1..16 tokens take this kernel too (decode, batched decode,
 // speculative verification) with the bits the gemm gives every count of tokens. Per tile of 16
 // rows (a short last tile repeats its last row): the codes as a call regroups them (cols / 32
-// blocks x 4 vectors of 64 bytes), then per group the 16 rows' scales, then their biases, as
-// elements of the view's scale dtype (lane i = row i), zero padding to a multiple of 64 bytes.
-// Bytes per tile (0: the view takes no tiles: NVFP4, or a scale dtype other than bf16/f16/f32).
+// blocks x 4 vectors of 64 bytes), then per group the 16 rows' scales (affine: then their biases)
+// as elements of the view's scale dtype (lane i = row i; NVFP4: the E4M3 bytes, made factors
+// with scale2 as a call makes them), zero padding to a multiple of 64 bytes. NVFP4 tiles are as
+// large as the stored codes and scales.
+// Bytes per tile (0: the view takes no tiles: an affine scale dtype other than bf16/f16/f32, NVFP4
+// scales other than E4M3).
 int64_t q4_int8_tile_stride(const MatView& w);
 // Whether the weights of a fast-numerics engine get tiles at load: the gemm is enabled and neither
 // set_q4_int8_tiles_enabled(false) nor INKLING_NO_Q4_TILES=1 turned them off (then 1..16 tokens

@@ -23,6 +23,8 @@
 #endif
 #include <immintrin.h>
 
+#include "ops/nvfp4_factors_avx512-inl.h"
+
 #define INK_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 // GCC gives a lambda in a target function the target only when asked.
 #define INK_AVX512_LAMBDA \
@@ -74,18 +76,10 @@ INK_AVX512 inline __m256 span_factors(const float* rs, int64_t s) {
 INK_AVX512 void q4_int8_wide_nvfp4_factors(const MatView& w, int64_t r, Q4Int8Prepared& p) {
   const uint8_t* s = w.scales + size_t(r * w.scale_stride);
   const int64_t n = int64_t(p.rs.size());
-  const __m512 k2 = _mm512_set1_ps(w.scale2), half = _mm512_set1_ps(0.5f);
-  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
-  const __m256i m7f = _mm256_set1_epi16(0x7f), m80 = _mm256_set1_epi16(0x80);
+  const __m512 k2 = _mm512_set1_ps(w.scale2);
   for (int64_t k = 0; k < n; k += 16) {
     const __mmask16 m = n - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - k)) - 1);
-    const __m256i b = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, s + k));
-    const __m256i mag = _mm256_and_si256(b, m7f);
-    const __m256i h =
-        _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(b, m80), 8), _mm256_slli_epi16(mag, 7));
-    __m512 v = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.f));
-    v = _mm512_mask_blend_ps(_mm256_cmpeq_epi16_mask(mag, m7f), v, nan);
-    _mm512_mask_storeu_ps(p.rs.data() + k, m, _mm512_mul_ps(_mm512_mul_ps(v, k2), half));
+    _mm512_mask_storeu_ps(p.rs.data() + k, m, nvfp4_avx512::half_factors16(s + k, m, k2));
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <sstream>
 
 #include "../common/batched_rows.h"
@@ -13,6 +14,7 @@
 #include "inkling/engine.h"
 #include "inkling/sampler.h"
 #include "model/model.h"
+#include "model/moe.h"
 #include "ops/formats.h"
 #include "ops/quant.h"
 #include "ops/quant_q4_int8_gemm.h"
@@ -217,6 +219,80 @@ TEST(QuantTiles, FastEngineTilesTheMatricesAndKeepsBatchedRowsBitwise) {
   const auto prompt =
       json_ids(read_json(fixture_dir("quant_mlx4") + "/ref/prompt.json"), "prompt_ids");
   testing::expect_batched_rows_bitwise_alone(*e.value(), prompt, 20, 2);
+}
+
+// Every tiled view of a fast engine (4-bit affine and NVFP4) computes what the gemm's scalar twin
+// computes from the codes as stored: the tiles hold the matrix they were made from.
+TEST(QuantTiles, EveryTiledViewIsItsTwin) {
+  if (!q4_int8_tiles_enabled()) GTEST_SKIP() << "no AVX512-VNNI int8 gemm";
+  for (const char* fx : {"quant_mlx4", "quant_nvfp4"}) {
+    const std::string dir = fixture_dir(fx) + "/model";
+    if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << "no " << dir;
+    auto m = Model::load(dir);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    Weights& w = (*m)->weights;
+    bind_numerics(w, Numerics::kFast);
+    int tiled = 0;
+    std::mt19937 rng(5);
+    for_each_matrix(w, [&](const char*, const std::string& name, const MatView& v) {
+      if (!v.tiles) return;
+      ++tiled;
+      for (int64_t n_tok : {int64_t(1), int64_t(3), int64_t(17)}) {
+        std::vector<float> x(size_t(n_tok * v.cols));
+        for (auto& e : x) e = std::normal_distribution<float>(0.f, 1.f)(rng);
+        std::vector<float> got(size_t(n_tok * v.rows)), want(got.size());
+        v.kernels->for_tokens(n_tok).rows(x.data(), n_tok, v.cols, v, 0, v.rows, got.data(),
+                                          v.rows);
+        MatView plain = v;
+        plain.tiles = nullptr;
+        q4_int8_gemm_rows_ref(x.data(), n_tok, v.cols, plain, 0, v.rows, want.data(), v.rows,
+                              v.kernels->for_tokens(n_tok).rows == &q4_int8_gemm_fine_rows ? 2 : 1);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+            << fx << " " << name << " tokens " << n_tok;
+      }
+    });
+    std::printf("[quant tiles] %s: %d tiled views equal their twin\n", fx, tiled);
+    EXPECT_GT(tiled, 0) << fx;
+  }
+}
+
+// The original layout's fused w13 splits into interleaved halves (gate rows even, up rows odd),
+// which never join while they have tiles: their SwiGLU runs two products into [gate | up] and
+// must read them so (it once read them as interleaved pairs: NVFP4 experts with tiles gave
+// another model).
+TEST(QuantTiles, InterleavedHalvesWithTilesReadTheirOwnLayout) {
+  if (!q4_int8_tiles_enabled()) GTEST_SKIP() << "no AVX512-VNNI int8 gemm";
+  const std::string dir = fixture_dir("quant_nvfp4") + "/model";
+  if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << "no " << dir;
+  auto m = Model::load(dir);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Weights& w = (*m)->weights;
+  bind_numerics(w, Numerics::kFast);
+  int checked = 0;
+  std::mt19937 rng(7);
+  for (const LayerWeights& L : w.layers)
+    for (const SwiGluWeights& e : L.moe.routed) {
+      if (e.gate.format != WeightFormat::kNvfp4) continue;
+      MatView whole;
+      bool il = false;
+      ASSERT_TRUE(join_halves(e.gate, e.up, &whole, &il));
+      ASSERT_TRUE(il);
+      ASSERT_NE(e.gate.tiles, nullptr);
+      const int64_t H = e.gate.cols, W = e.gate.rows, T = 3;
+      std::vector<float> x(size_t(T * H)), gu(size_t(T * 2 * W)), got(size_t(T * H)), want(got);
+      for (auto& v : x) v = std::normal_distribution<float>(0.f, 1.f)(rng);
+      swiglu(e, x.data(), T, H, W, gu.data(), nullptr, 0, got.data(), nullptr);
+      SwiGluWeights plain = e;  // no tiles: the halves join, gu interleaved
+      for (MatView* v : {&plain.gate, &plain.up, &plain.down}) {
+        v->tiles = nullptr;
+        ASSERT_TRUE(bind_kernels(*v, Numerics::kFast));
+      }
+      swiglu(plain, x.data(), T, H, W, gu.data(), nullptr, 0, want.data(), nullptr);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f * (1.f + std::fabs(want[i]))) << i;
+      ++checked;
+    }
+  EXPECT_GT(checked, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantParity, ::testing::ValuesIn(kFixtures),

@@ -1,4 +1,4 @@
-// Load-time tiles of affine 4-bit weights (ops/quant_q4_int8_gemm.h q4_int8_pack_tiles,
+// Load-time tiles of affine 4-bit and NVFP4 weights (ops/quant_q4_int8_gemm.h q4_int8_pack_tiles,
 // MatView::tiles): the layout byte by byte (any host), the kernel over tiles bitwise the scalar
 // twin (and so the per-call gemm) for 1..30 tokens, row ranges that start and end inside tiles and
 // the row slices that keep or drop tiles, a token's bits the same whatever the count of tokens
@@ -66,8 +66,26 @@ TEST(Q4Tiles, LayoutIsTheGemmRegrouping) {
       }
     }
   }
-  MatView nv = testing::make_nvfp4(4, 128, 1, rng).view;
-  EXPECT_EQ(q4_int8_tile_stride(nv), 0);  // NVFP4 keeps the per-call regrouping
+  // NVFP4: the codes regrouped the same way, then per group of 16 columns the 16 rows' E4M3 bytes:
+  // as many bytes as stored (cols / 2 + cols / 16 a row).
+  QMat nq = testing::make_nvfp4(21, 128, 2, rng);
+  const MatView& nv = nq.view;
+  const int64_t nstride = q4_int8_tile_stride(nv);
+  EXPECT_EQ(nstride, 4 * 4 * 64 + 8 * 16);
+  std::vector<uint8_t> nbuf(size_t(q4_int8_tiles_bytes(nv)));
+  q4_int8_pack_tiles(nv, nbuf.data());
+  for (int64_t r = 0; r < 32; ++r) {
+    const int64_t src = std::min<int64_t>(r, 20), i = r % 16;
+    const uint8_t* t = nbuf.data() + (r / 16) * nstride;
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t j = 0; j < 4; ++j)
+        ASSERT_EQ(std::memcmp(t + (4 * b + j) * 64 + 4 * i, nv.row(src) + 16 * b + 4 * j, 4), 0);
+    for (int64_t g = 0; g < 8; ++g)
+      ASSERT_EQ(t[1024 + g * 16 + i], nv.scales[size_t(src * nv.scale_stride + g)]);
+  }
+  MatView other = nv;
+  other.scale_dtype = DType::BF16;
+  EXPECT_EQ(q4_int8_tile_stride(other), 0);  // only E4M3 block scales
 }
 
 TEST(Q4Tiles, KernelOverTilesIsBitwiseItsTwin) {
@@ -75,10 +93,13 @@ TEST(Q4Tiles, KernelOverTilesIsBitwiseItsTwin) {
   std::mt19937 rng(32);
   for (int parts : {1, 2})
     for (int64_t cols : {64, 192, 448})
-      for (int group : {32, 64, 128}) {
+      for (int group : {16, 32, 64, 128}) {  // 16: NVFP4
         if (cols % group) continue;
         for (DType sdt : {DType::BF16, DType::F16, DType::F32}) {
-          QMat q = testing::make_affine(37, cols, 4, group, sdt, 2, rng);
+          if (group == 16 && sdt != DType::BF16) continue;
+          QMat q = group == 16 ? testing::make_nvfp4(37, cols, 2, rng)
+                               : testing::make_affine(37, cols, 4, group, sdt, 2, rng);
+          if (group == 16) sdt = DType::F8_E4M3;
           Tiled t = tile(q.view);
           for (int64_t n_tok : {1, 2, 3, 8, 15, 16, 17, 30}) {
             const int64_t ldx = cols + 3;
@@ -105,20 +126,25 @@ TEST(Q4Tiles, KernelOverTilesIsBitwiseItsTwin) {
 TEST(Q4Tiles, TokenBitsDoNotDependOnTheTokensBeside) {
   if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
   std::mt19937 rng(33);
-  QMat q = testing::make_affine(40, 256, 4, 64, DType::BF16, 1, rng);
-  Tiled t = tile(q.view);
-  const int64_t n = 24;
-  auto x = testing::randn_from(size_t(n * 256), rng);
-  for (int parts : {1, 2}) {
-    std::vector<float> all(size_t(n * 40)), one(40);
-    q4_int8_gemm_parts_rows(x.data(), n, 256, t.view, 0, 40, all.data(), 40, parts);
-    for (int64_t k : {int64_t(1), int64_t(2), int64_t(5), int64_t(16)})
-      for (int64_t t0 = 0; t0 + k <= n; t0 += k) {
-        std::vector<float> some(size_t(k * 40));
-        q4_int8_gemm_parts_rows(x.data() + t0 * 256, k, 256, t.view, 0, 40, some.data(), 40, parts);
-        ASSERT_EQ(std::memcmp(some.data(), all.data() + t0 * 40, some.size() * 4), 0)
-            << "parts " << parts << " " << k << " tokens from " << t0;
-      }
+  for (bool nv : {false, true}) {
+    QMat q = nv ? testing::make_nvfp4(40, 256, 1, rng)
+                : testing::make_affine(40, 256, 4, 64, DType::BF16, 1, rng);
+    Tiled t = tile(q.view);
+    const int64_t n = 24;
+    auto x = testing::randn_from(size_t(n * 256), rng);
+    for (int parts : {1, 2}) {
+      std::vector<float> all(size_t(n * 40)), one(40);
+      q4_int8_gemm_parts_rows(x.data(), n, 256, t.view, 0, 40, all.data(), 40, parts);
+      for (int64_t k : {int64_t(1), int64_t(2), int64_t(5), int64_t(16)})
+        for (int64_t t0 = 0; t0 + k <= n; t0 += k) {
+          std::vector<float> some(size_t(k * 40));
+          q4_int8_gemm_parts_rows(x.data() + t0 * 256, k, 256, t.view, 0, 40, some.data(), 40,
+                                  parts);
+          ASSERT_EQ(std::memcmp(some.data(), all.data() + t0 * 40, some.size() * 4), 0)
+              << (nv ? "nvfp4 " : "affine ") << "parts " << parts << " " << k << " tokens from "
+              << t0;
+        }
+    }
   }
 }
 
@@ -166,6 +192,17 @@ TEST(Q4Tiles, BoundForEveryTokenCountInFastNumericsOnly) {
   MatView plain = q.view;  // no tiles: decode keeps the kernels that read the codes as stored
   ASSERT_TRUE(bind_kernels(plain, KernelMode::kFast));
   EXPECT_NE(plain.kernels->for_tokens(1).rows, &q4_int8_gemm_rows);
+  // NVFP4: two parts of x in both grades, as its other int8 kernels.
+  QMat nq = testing::make_nvfp4(16, 256, 1, rng);
+  Tiled nt = tile(nq.view);
+  MatView nw = nt.view;
+  for (int64_t n : {1, 2, 16, 17, 64})
+    for (KernelMode m : {KernelMode::kFast, KernelMode::kFastFine}) {
+      ASSERT_TRUE(bind_kernels(nw, m));
+      EXPECT_EQ(nw.kernels->for_tokens(n).rows, &q4_int8_gemm_fine_rows) << n;
+    }
+  ASSERT_TRUE(bind_kernels(nw, KernelMode::kExact));
+  EXPECT_NE(nw.kernels->for_tokens(1).rows, &q4_int8_gemm_fine_rows);
 }
 
 }  // namespace
