@@ -18,8 +18,10 @@ inline CLI::Option* add_numerics_option(CLI::App& app, std::string* name) {
   return app.add_option(
       "--numerics", *name,
       "arithmetic of the products: fast (activations rounded as llama.cpp and transformers bf16 "
-      "do: bf16 against bf16 and NVFP4 weights, int8 per small block against MLX affine ones; on "
-      "AVX2 CPUs without AVX-512 int8 per block of 32 against 4-bit affine and NVFP4) or "
+      "do: bf16 against bf16 (kept f32 where VDPBF16PS is missing or slow), NVFP4 and MXFP8 "
+      "weights, int8 per small block against MLX affine "
+      "ones; int8 per block of 32 against 4-bit affine and NVFP4 on AVX2 CPUs without AVX-512 and "
+      "against NVFP4 on Intel's, whose VDPBF16PS is slow) or "
       "exact (f32 activations; parity with transformers f32)");
 }
 

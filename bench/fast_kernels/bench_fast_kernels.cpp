@@ -132,10 +132,10 @@ int main(int argc, char** argv) {
             vs.push_back({"int8 gemm (avx512-vnni), 1 part", &fa, q4_int8_gemm_rows, 0});
           vs.push_back({"int8 gemm (avx512-vnni), 2 parts", &fa, q4_int8_gemm_fine_rows, 0});
         }
-        // Load-time tiles (affine 4-bit): the gemm without its per-call regrouping.
+        // Load-time tiles (affine 4-bit, NVFP4): the gemm without its per-call regrouping.
         MatView ti = fa;
         std::vector<uint8_t> tile_buf;
-        if (bits == 4 && q4_int8_gemm_available() && q4_int8_tile_stride(ti) > 0) {
+        if ((bits == 4 || bits == -4) && q4_int8_gemm_available() && q4_int8_tile_stride(ti) > 0) {
           tile_buf.resize(size_t(q4_int8_tiles_bytes(ti)) + 64);
           uint8_t* at = tile_buf.data() + (64 - reinterpret_cast<uintptr_t>(tile_buf.data()) % 64);
           q4_int8_pack_tiles(ti, at);
