@@ -27,6 +27,7 @@
 #include <immintrin.h>
 #define INK_TILE_FN \
   __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+#include "ops/mxfp8_bf16-inl.h"
 #include "ops/tile_pack_avx512-inl.h"
 #else
 #define INKLING_HAVE_DENSE_BF16DOT 0
@@ -52,18 +53,6 @@ bool mxfp8_bf16dot_handles(const MatView& w, int64_t n_tok) {
 
 namespace {
 
-// Row r of w as the bf16 numbers the kernels multiply (n = w.cols of them).
-void row_bits(const MatView& w, int64_t r, uint16_t* out) {
-  if (w.format == WeightFormat::kMxfp8) {
-    const uint8_t* codes = w.row(r);
-    const uint8_t* e = w.scales + size_t(r * w.scale_stride);
-    for (int64_t c = 0; c < w.cols; ++c) out[c] = mxfp8_bf16_bits(codes[c], e[c / 32]);
-    return;
-  }
-  const uint16_t* row = reinterpret_cast<const uint16_t*>(w.row(r));
-  for (int64_t c = 0; c < w.cols; ++c) out[c] = load_unaligned(row + c);
-}
-
 void rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
               float* y, int64_t ldy) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
@@ -73,7 +62,7 @@ void rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int6
     for (int64_t c = 0; c < n; ++c) xb[size_t(c)] = f32_to_bf16(x[t * ldx + c]);
     for (int64_t r = r0; r < r1; ++r) {
       std::fill(wb.begin(), wb.end(), uint16_t(0));
-      row_bits(w, r, wb.data());
+      bf16_row_bits(w, r, wb.data());
       float lanes[kChains][16] = {};
       for (int64_t j = 0; j < chunks; ++j)
         for (int l = 0; l < 16; ++l)
@@ -144,11 +133,8 @@ struct Bf16Row {
   const char* at(int64_t j) const { return reinterpret_cast<const char*>(p + j * kChunk); }
 };
 
-// MXFP8: a chunk is one block (32 E4M3 codes, one E8M0 exponent e), built as mxfp8_bf16_bits does:
-// normal codes by moving their fields ((m << 4) + (120 << 7): the value's bf16 bits), the seven
-// subnormals by VPERMW from a table, e - 127 added to the exponent field of nonzero values with
-// signed saturation and the result clamped at zero (values below bf16's normals read as zero),
-// the sign last. Rows are whole blocks (mxfp8_bf16dot_handles), so no mask.
+// MXFP8: a chunk is one block (32 E4M3 codes, one E8M0 exponent e), made bf16 in registers
+// (ops/mxfp8_bf16-inl.h). Rows are whole blocks (mxfp8_bf16dot_handles), so no mask.
 struct Mxfp8Row {
   const uint8_t* codes = nullptr;
   const uint8_t* e = nullptr;
@@ -156,21 +142,7 @@ struct Mxfp8Row {
   Mxfp8Row(const MatView& w, int64_t r)
       : codes(w.row(r)), e(w.scales + size_t(r * w.scale_stride)) {}
   INK_TILE_FN __m512bh load(int64_t j, __mmask32) const {
-    const __m512i b = _mm512_cvtepu8_epi16(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + j * kChunk)));
-    const __m512i mag = _mm512_and_si512(b, _mm512_set1_epi16(0x7f));
-    __m512i t = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), _mm512_set1_epi16(120 << 7));
-    const __m512i sub =
-        _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                         0x3C60, 0x3C40, 0x3C20, 0x3C00, 0x3BC0, 0x3B80, 0x3B00, 0);
-    t = _mm512_mask_permutexvar_epi16(t, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8)), mag,
-                                      sub);
-    const __m512i d = _mm512_set1_epi16(int16_t((int(e[j]) - 127) * 128));
-    t = _mm512_mask_adds_epi16(t, _mm512_test_epi16_mask(mag, mag), t, d);
-    t = _mm512_max_epi16(t, _mm512_setzero_si512());
-    // t | (b << 8 & 0x8000): the sign bit.
-    return (__m512bh)_mm512_ternarylogic_epi32(t, _mm512_slli_epi16(b, 8),
-                                               _mm512_set1_epi16(int16_t(0x8000)), 0xF8);
+    return (__m512bh)mxfp8_avx512::bf16x32(codes + j * kChunk, e[j]);
   }
   const char* at(int64_t j) const { return reinterpret_cast<const char*>(codes + j * kChunk); }
 };

@@ -1,14 +1,18 @@
-// AVX-512F kernel for bf16 weights in fast numerics on CPUs without AVX512-BF16 (see
-// dense_widen_fast.h), and its scalar twin.
+// AVX-512F kernel for bf16 and MXFP8 weights in fast numerics where VDPBF16PS is missing or slow
+// (see dense_widen_fast.h), and its scalar twins. Both formats run the same tiles: a row source
+// (Bf16Row, Mxfp8Row) hands each 32-column chunk over as 32 bf16 numbers (MXFP8: made bf16 in
+// registers, ops/mxfp8_bf16-inl.h), widened to f32 as its even and odd columns.
 #include "ops/dense_widen_fast.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "base/aligned_scratch.h"
 #include "base/dtype.h"
 #include "ops/formats.h"
 #include "ops/kernel_switch.h"
+#include "ops/quant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_WIDEN_FAST 1
@@ -17,6 +21,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
+
+#include "ops/mxfp8_bf16-inl.h"
 #define INK_WIDEN_FN __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")))
 #else
 #define INKLING_HAVE_WIDEN_FAST 0
@@ -41,23 +47,42 @@ bool dense_widen_fast_handles(const MatView& w, int64_t n_tok) {
          w.dtype == DType::BF16;
 }
 
-void dense_widen_fast_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
-                               int64_t r0, int64_t r1, float* y, int64_t ldy) {
+bool mxfp8_widen_fast_handles(const MatView& w, int64_t n_tok) {
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kMxfp8 &&
+         w.group == 32 && w.cols % 32 == 0 &&
+         (w.scale_dtype == DType::U8 || w.scale_dtype == DType::F8_E8M0);
+}
+
+namespace {
+void widen_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0, int64_t r1,
+               float* y, int64_t ldy) {
   const int64_t n = w.cols, chunks = (n + kChunk - 1) / kChunk;
+  std::vector<uint16_t> row(size_t(std::max<int64_t>(n, 1)));
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t r = r0; r < r1; ++r) {
-      const uint16_t* row = reinterpret_cast<const uint16_t*>(w.row(r));
+      bf16_row_bits(w, r, row.data());
       float acc[16] = {};
       for (int64_t j = 0; j < chunks; ++j)
         for (int odd = 0; odd < 2; ++odd)
           for (int l = 0; l < 16; ++l) {
             const int64_t c = j * kChunk + 2 * l + odd;
-            const float wv = c < n ? bf16_to_f32(load_unaligned(row + c)) : 0.f;
+            const float wv = c < n ? bf16_to_f32(row[size_t(c)]) : 0.f;
             const float xv = c < n ? x[t * ldx + c] : 0.f;
             acc[l] = std::fma(wv, xv, acc[l]);
           }
       y[t * ldy + r] = sum16(acc);
     }
+}
+}  // namespace
+
+void dense_widen_fast_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                               int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  widen_ref(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+void mxfp8_widen_fast_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                               int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  widen_ref(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 
 #if INKLING_HAVE_WIDEN_FAST
@@ -102,10 +127,37 @@ INK_WIDEN_FN inline float finish(__m512 a) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
+// A row's chunks as bf16 numbers: bf16 weights as stored (the last chunk masked).
+struct Bf16Row {
+  const uint16_t* p = nullptr;
+  int64_t stride = 0;  // bytes from a row to the next
+  Bf16Row() = default;
+  Bf16Row(const MatView& w, int64_t r)
+      : p(reinterpret_cast<const uint16_t*>(w.row(r))), stride(w.row_stride * 2) {}
+  INK_WIDEN_FN __m512i load(int64_t j, __mmask32 m) const {
+    return _mm512_maskz_loadu_epi16(m, p + j * kChunk);
+  }
+  const char* at(int64_t j) const { return reinterpret_cast<const char*>(p + j * kChunk); }
+};
+
+// MXFP8: a chunk is one block, made bf16 in registers. Rows are whole blocks, so no mask.
+struct Mxfp8Row {
+  const uint8_t* codes = nullptr;
+  const uint8_t* e = nullptr;
+  int64_t stride = 0;
+  Mxfp8Row() = default;
+  Mxfp8Row(const MatView& w, int64_t r)
+      : codes(w.row(r)), e(w.scales + size_t(r * w.scale_stride)), stride(w.row_stride) {}
+  INK_WIDEN_FN __m512i load(int64_t j, __mmask32) const {
+    return mxfp8_avx512::bf16x32(codes + j * kChunk, e[j]);
+  }
+  const char* at(int64_t j) const { return reinterpret_cast<const char*>(codes + j * kChunk); }
+};
+
 // Chunks [j0, j1) of R rows (wr) into the chains a[row][token], in column order. pf > 0: the
-// rows pf elements further on prefetched as these are read (one token: a stream per thread).
-template <int R, int NT>
-INK_WIDEN_FN __attribute__((always_inline)) inline void chunks(const uint16_t* const* wr,
+// rows pf rows further on prefetched as these are read (one token: a stream per thread).
+template <class Row, int R, int NT>
+INK_WIDEN_FN __attribute__((always_inline)) inline void chunks(const Row* wr,
                                                                const float* const* xt, int64_t j0,
                                                                int64_t j1, int64_t full,
                                                                __mmask32 tail, int64_t pf,
@@ -115,12 +167,11 @@ INK_WIDEN_FN __attribute__((always_inline)) inline void chunks(const uint16_t* c
     const __mmask32 m = j < full ? ~__mmask32(0) : tail;
     if (pf > 0)
 #pragma GCC unroll 4
-      for (int i = 0; i < R; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(wr[i] + pf + j * kChunk), _MM_HINT_T0);
+      for (int i = 0; i < R; ++i) _mm_prefetch(wr[i].at(j) + pf * wr[i].stride, _MM_HINT_T0);
     __m512 we[R], wo[R];
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
-      const __m512i v = _mm512_maskz_loadu_epi16(m, wr[i] + j * kChunk);
+      const __m512i v = wr[i].load(j, m);
       we[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
       wo[i] = _mm512_castsi512_ps(_mm512_and_si512(v, hi16));
     }
@@ -141,12 +192,12 @@ inline __mmask32 tail_mask(int64_t n, int64_t full, int64_t chunks) {
 }
 
 // R rows x NT tokens from row r over every chunk; pf > 0: prefetch the rows pf rows further on.
-template <int R, int NT>
+template <class Row, int R, int NT>
 INK_WIDEN_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t r, float* y,
                        int64_t ldy, int64_t pf) {
   const int64_t n = w.cols, full = n / kChunk, nch = (n + kChunk - 1) / kChunk;
-  const uint16_t* wr[R];
-  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+  Row wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = Row(w, r + i);
   const float* xt[NT];
   for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
   __m512 a[R][NT];
@@ -154,7 +205,7 @@ INK_WIDEN_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t 
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) a[i][t] = _mm512_setzero_ps();
-  chunks<R, NT>(wr, xt, 0, nch, full, tail_mask(n, full, nch), pf * w.row_stride, a);
+  chunks<Row, R, NT>(wr, xt, 0, nch, full, tail_mask(n, full, nch), pf, a);
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
@@ -162,12 +213,13 @@ INK_WIDEN_FN void tile(const Prepared& p, int64_t t0, const MatView& w, int64_t 
 }
 
 // Rows [r0, r1) for tokens t0 .. t0 + NT - 1: blocks of R rows, then the rest one by one.
-template <int R, int NT>
+template <class Row, int R, int NT>
 void rows(const Prepared& p, int64_t t0, const MatView& w, int64_t r0, int64_t r1, float* y,
           int64_t ldy) {
   int64_t r = r0;
-  for (; r + R <= r1; r += R) tile<R, NT>(p, t0, w, r, y, ldy, NT == 1 && r + 2 * R <= r1 ? R : 0);
-  for (; r < r1; ++r) tile<1, NT>(p, t0, w, r, y, ldy, 0);
+  for (; r + R <= r1; r += R)
+    tile<Row, R, NT>(p, t0, w, r, y, ldy, NT == 1 && r + 2 * R <= r1 ? R : 0);
+  for (; r < r1; ++r) tile<Row, 1, NT>(p, t0, w, r, y, ldy, 0);
 }
 
 // Five or more tokens: their x (16 KB a token for 4096 columns) would come from L2 for every row
@@ -181,9 +233,9 @@ struct Park {  // [row of the block][token][16 lanes]
   alignas(64) float v[kBlockRows][kFewMaxTokens][16];
 };
 
-template <int R, int NT>
-INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const uint16_t* const* wr, int64_t j0,
-                            int64_t j1, int64_t full, __mmask32 tail, float* pk) {
+template <class Row, int R, int NT>
+INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const Row* wr, int64_t j0, int64_t j1,
+                            int64_t full, __mmask32 tail, float* pk) {
   const float* xt[NT];
   for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
   __m512 a[R][NT];
@@ -192,36 +244,37 @@ INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const uint16_t* const
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
       a[i][t] = j0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(pk + (i * kFewMaxTokens + t) * 16);
-  chunks<R, NT>(wr, xt, j0, j1, full, tail, 0, a);
+  chunks<Row, R, NT>(wr, xt, j0, j1, full, tail, 0, a);
 #pragma GCC unroll 2
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) _mm512_store_ps(pk + (i * kFewMaxTokens + t) * 16, a[i][t]);
 }
 
-template <int R>
-void park_group(const Prepared& p, int64_t t0, int nt, const uint16_t* const* wr, int64_t j0,
-                int64_t j1, int64_t full, __mmask32 tail, float* pk) {
+template <class Row, int R>
+void park_group(const Prepared& p, int64_t t0, int nt, const Row* wr, int64_t j0, int64_t j1,
+                int64_t full, __mmask32 tail, float* pk) {
   switch (nt) {
     case 8:
-      return park_tile<R, 8>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 8>(p, t0, wr, j0, j1, full, tail, pk);
     case 7:
-      return park_tile<R, 7>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 7>(p, t0, wr, j0, j1, full, tail, pk);
     case 6:
-      return park_tile<R, 6>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 6>(p, t0, wr, j0, j1, full, tail, pk);
     case 5:
-      return park_tile<R, 5>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 5>(p, t0, wr, j0, j1, full, tail, pk);
     case 4:
-      return park_tile<R, 4>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 4>(p, t0, wr, j0, j1, full, tail, pk);
     case 3:
-      return park_tile<R, 3>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 3>(p, t0, wr, j0, j1, full, tail, pk);
     case 2:
-      return park_tile<R, 2>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 2>(p, t0, wr, j0, j1, full, tail, pk);
     default:
-      return park_tile<R, 1>(p, t0, wr, j0, j1, full, tail, pk);
+      return park_tile<Row, R, 1>(p, t0, wr, j0, j1, full, tail, pk);
   }
 }
 
+template <class Row>
 INK_WIDEN_FN void blocked(const Prepared& p, int64_t n_tok, const MatView& w, int64_t r0,
                           int64_t r1, float* y, int64_t ldy) {
   thread_local Park park;
@@ -232,15 +285,14 @@ INK_WIDEN_FN void blocked(const Prepared& p, int64_t n_tok, const MatView& w, in
     for (int64_t j0 = 0; j0 < nch; j0 += kBlockChunks) {
       const int64_t j1 = std::min(nch, j0 + kBlockChunks);
       for (int64_t r = rb; r < re; r += 2) {
-        const uint16_t* wr[2] = {reinterpret_cast<const uint16_t*>(w.row(r)),
-                                 reinterpret_cast<const uint16_t*>(w.row(std::min(r + 1, re - 1)))};
+        const Row wr[2] = {Row(w, r), Row(w, std::min(r + 1, re - 1))};
         float* pk = &park.v[r - rb][0][0];
         for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
           const int nt = int(std::min<int64_t>(8, n_tok - t0));
           if (r + 1 < re)
-            park_group<2>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
+            park_group<Row, 2>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
           else
-            park_group<1>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
+            park_group<Row, 1>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
         }
       }
     }
@@ -268,22 +320,35 @@ void set_dense_widen_fast_enabled(bool on) {
   g_switch.set(on, cpu_has());
 }
 
-void dense_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
-                           int64_t r1, float* y, int64_t ldy) {
+namespace {
+template <class Row>
+void widen_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                int64_t r1, float* y, int64_t ldy) {
   thread_local Prepared p;
   prepare(x, n_tok, ldx, w.cols, p);
   switch (n_tok) {  // up to 4 tokens: rows in fours, each row's stream read once
     case 1:
-      return rows<4, 1>(p, 0, w, r0, r1, y, ldy);
+      return rows<Row, 4, 1>(p, 0, w, r0, r1, y, ldy);
     case 2:
-      return rows<4, 2>(p, 0, w, r0, r1, y, ldy);
+      return rows<Row, 4, 2>(p, 0, w, r0, r1, y, ldy);
     case 3:
-      return rows<4, 3>(p, 0, w, r0, r1, y, ldy);
+      return rows<Row, 4, 3>(p, 0, w, r0, r1, y, ldy);
     case 4:
-      return rows<4, 4>(p, 0, w, r0, r1, y, ldy);
+      return rows<Row, 4, 4>(p, 0, w, r0, r1, y, ldy);
     default:
-      return blocked(p, n_tok, w, r0, r1, y, ldy);
+      return blocked<Row>(p, n_tok, w, r0, r1, y, ldy);
   }
+}
+}  // namespace
+
+void dense_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  widen_rows<Bf16Row>(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+
+void mxfp8_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  widen_rows<Mxfp8Row>(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 
 #else
@@ -295,6 +360,10 @@ void set_dense_widen_fast_enabled(bool) {}
 void dense_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                            int64_t r1, float* y, int64_t ldy) {
   dense_widen_fast_rows_ref(x, n_tok, ldx, w, r0, r1, y, ldy);
+}
+void mxfp8_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy) {
+  mxfp8_widen_fast_rows_ref(x, n_tok, ldx, w, r0, r1, y, ldy);
 }
 
 #endif

@@ -1,5 +1,6 @@
 // Fast-numerics products of bf16 weights for 1..16 tokens (decode, batched decode, speculative
-// verification) on AVX-512 CPUs without AVX512-BF16 (Ice Lake, Skylake-SP, Cascade Lake): x stays
+// verification) on AVX-512 CPUs without AVX512-BF16 (Ice Lake, Skylake-SP, Cascade Lake) or with a
+// slow one (Intel's: bf16dot_preferred(), ops/quant_q4_bf16dot.h): x stays
 // f32 (no rounding is needed where VDPBF16PS is missing: the gain is the order, not the width),
 // each 32-column chunk of a row is widened to f32 once as its even and odd columns (a shift and a
 // mask of one 64-byte load, against x permuted the same way once per call), and each (row, token)
@@ -34,6 +35,16 @@ void dense_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const Mat
 
 // The scalar twin (std::fma, the same chain, padding and reduction): bitwise equal. Any host.
 void dense_widen_fast_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
+                               int64_t r0, int64_t r1, float* y, int64_t ldy);
+
+// MXFP8 weights (E4M3 codes, an E8M0 power of two per 32 columns) on the same tiles: each block
+// made bf16 in registers (ops/quant.h mxfp8_bf16_bits; exact for every stored value whose product
+// is a normal bf16), then widened as above, so a row's result is bitwise what the bf16 kernel
+// gives that row converted to bf16. The fast MXFP8 kernel where VDPBF16PS is missing or slow.
+bool mxfp8_widen_fast_handles(const MatView& w, int64_t n_tok);
+void mxfp8_widen_fast_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
+                           int64_t r1, float* y, int64_t ldy);
+void mxfp8_widen_fast_rows_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w,
                                int64_t r0, int64_t r1, float* y, int64_t ldy);
 
 }  // namespace inkling

@@ -15,6 +15,7 @@
 #include "ops/dense_scalar.h"
 #include "ops/dense_widen_fast.h"
 #include "ops/matmul_hwy.h"
+#include "ops/mxfp8_via_bf16.h"
 #include "ops/quant.h"
 #include "ops/quant_affine_bf16dot.h"
 #include "ops/quant_affine_vnni.h"
@@ -333,24 +334,34 @@ const KernelSet* select_nvfp4(const MatView& w, KernelMode m) {
 }
 
 // MXFP8 (Inkling 2's experts): the Highway kernel for 1..16 tokens (x exact in f32 against the
-// E4M3 values), the gemm on tiles dequantized once for 17+. Fast numerics on CPUs with
-// AVX512-BF16: x rounded to bf16 and the blocks made bf16 in registers (dense_bf16dot.h) for
-// 1..16 tokens; elsewhere fast runs the exact kernels.
+// E4M3 values), the gemm on tiles dequantized once for 17+. Fast numerics, 1..16 tokens: the
+// blocks made bf16 in registers, then x rounded to bf16 (VDPBF16PS, dense_bf16dot.h) or kept f32
+// (the widening kernel, dense_widen_fast.h); 17+: mxfp8_via_bf16.h; CPUs without AVX-512 run the
+// exact kernels.
 constexpr Kernel kHwyMxfp8{"hwy mxfp8", quant_matmul_rows};
 constexpr Kernel kHwyGemmMxfp8{"hwy gemm mxfp8", hwy_gemm_rows};
 constexpr Kernel kBf16DotMxfp8{"avx512-bf16 mxfp8 (x bf16)", mxfp8_bf16dot_rows};
 constexpr KernelSet kMxfp8[2] = {{{kHwyMxfp8, kHwyMxfp8, kHwyMxfp8}, mxfp8_dequant_row},
                                  {{kHwyMxfp8, kHwyMxfp8, kHwyGemmMxfp8}, mxfp8_dequant_row}};
-constexpr KernelSet kMxfp8Fast[2] = {
-    {{kBf16DotMxfp8, kBf16DotMxfp8, kHwyMxfp8}, mxfp8_dequant_row},
-    {{kBf16DotMxfp8, kBf16DotMxfp8, kHwyGemmMxfp8}, mxfp8_dequant_row}};
+constexpr Kernel kWidenMxfp8{"avx512 widen mxfp8 (one chain)", mxfp8_widen_fast_rows};
+constexpr Kernel kViaBf16Mxfp8{"mxfp8 as bf16 (the bf16 gemm)", mxfp8_via_bf16_rows};
+constexpr KernelSet kMxfp8Fast{{kBf16DotMxfp8, kBf16DotMxfp8, kViaBf16Mxfp8}, mxfp8_dequant_row};
+constexpr KernelSet kMxfp8Widen{{kWidenMxfp8, kWidenMxfp8, kViaBf16Mxfp8}, mxfp8_dequant_row};
+// Fast MXFP8 takes the kernels fast bf16 takes on this CPU (1..16 tokens: the same rule as
+// select_dense_bf16; 17+: rows made bf16, then the bf16 view's gemm), so a model's MXFP8 weights
+// and their bf16 conversion give the same bits.
 const KernelSet* select_mxfp8(const MatView& w, KernelMode m) {
   if (w.group != 32 || w.cols % 32 != 0 ||
       (w.scale_dtype != DType::U8 && w.scale_dtype != DType::F8_E8M0))
     return nullptr;
-  if (m != KernelMode::kExact && dense_bf16dot_available() && mxfp8_bf16dot_handles(w, 1))
-    return &kMxfp8Fast[hwy_gemm_mxfp8_supported(w)];
-  return &kMxfp8[hwy_gemm_mxfp8_supported(w)];
+  const bool gemm = hwy_gemm_mxfp8_supported(w);
+  if (m != KernelMode::kExact) {
+    const bool dot = dense_bf16dot_available() && mxfp8_bf16dot_handles(w, 1);
+    const bool widen = dense_widen_fast_available() && mxfp8_widen_fast_handles(w, 1);
+    if (dot && (bf16dot_preferred() || !widen)) return &kMxfp8Fast;
+    if (widen) return &kMxfp8Widen;
+  }
+  return &kMxfp8[gemm];
 }
 
 const FormatEntry kFormats[] = {

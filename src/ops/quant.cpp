@@ -61,6 +61,17 @@ void mxfp8_dequant_row(const MatView& w, int64_t r, float* out) {
   for (int64_t c = 0; c < w.cols; ++c) out[c] = e4m3_to_f32(codes[c]) * e8m0_to_f32(srow[c / 32]);
 }
 
+void bf16_row_bits(const MatView& w, int64_t r, uint16_t* out) {
+  if (w.format == WeightFormat::kMxfp8) {
+    const uint8_t* codes = w.row(r);
+    const uint8_t* e = w.scales + size_t(r * w.scale_stride);
+    for (int64_t c = 0; c < w.cols; ++c) out[c] = mxfp8_bf16_bits(codes[c], e[c / 32]);
+    return;
+  }
+  const uint16_t* row = reinterpret_cast<const uint16_t*>(w.row(r));
+  for (int64_t c = 0; c < w.cols; ++c) out[c] = load_unaligned(row + c);
+}
+
 MatView slice_cols(const MatView& w, int64_t c0, int64_t n) {
   MatView v = w;
   v.cols = n;

@@ -57,6 +57,10 @@ inline uint16_t mxfp8_bf16_bits(uint8_t code, uint8_t e) {
   return uint16_t(std::max(t, 0) | ((code & 0x80) << 8));
 }
 
+// Row r of a bf16 or MXFP8 view as the bf16 numbers the fast kernels multiply (w.cols of them:
+// bf16 as stored, MXFP8 by mxfp8_bf16_bits): what their scalar twins read.
+void bf16_row_bits(const MatView& w, int64_t r, uint16_t* out);
+
 // Columns [c0, c0 + n) of every row as a view of their own (same row strides). For quantized
 // views c0 and n must be multiples of the group (block) size, so codes and scales split cleanly.
 // The slice has no bound kernels (bind_kernels() it again where that matters).
