@@ -46,9 +46,7 @@ bool dense_bf16dot_handles(const MatView& w, int64_t n_tok) {
 }
 
 bool mxfp8_bf16dot_handles(const MatView& w, int64_t n_tok) {
-  return n_tok >= 1 && n_tok <= kFewMaxTokens && w.format == WeightFormat::kMxfp8 &&
-         w.group == 32 && w.cols % 32 == 0 &&
-         (w.scale_dtype == DType::U8 || w.scale_dtype == DType::F8_E8M0);
+  return n_tok >= 1 && n_tok <= kFewMaxTokens && mxfp8_whole_blocks(w);
 }
 
 namespace {

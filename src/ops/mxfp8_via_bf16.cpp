@@ -50,8 +50,7 @@ void row_bits(const MatView& w, int64_t r, uint16_t* out) {
 }  // namespace
 
 bool mxfp8_via_bf16_handles(const MatView& w) {
-  return w.format == WeightFormat::kMxfp8 && w.group == 32 && w.cols > 0 && w.cols % 32 == 0 &&
-         (w.scale_dtype == DType::U8 || w.scale_dtype == DType::F8_E8M0);
+  return mxfp8_whole_blocks(w);
 }
 
 void mxfp8_via_bf16_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,

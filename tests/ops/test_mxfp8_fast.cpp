@@ -81,6 +81,17 @@ TEST(Mxfp8Bf16Dot, KernelEqualsScalarTwinBitwise) {
   }
 }
 
+// An MXFP8 matrix converted to bf16 as the fast kernels convert it (bf16_row_bits).
+testing::Bf16Mat as_bf16(const MatView& w) {
+  testing::Bf16Mat b;
+  b.bits.resize(size_t(w.rows * w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) bf16_row_bits(w, r, b.bits.data() + r * w.cols);
+  b.view.dtype = DType::BF16;
+  b.view.data = reinterpret_cast<const uint8_t*>(b.bits.data());
+  b.view.rows = w.rows, b.view.cols = w.cols, b.view.row_stride = w.cols;
+  return b;
+}
+
 TEST(Mxfp8Widen, KernelEqualsScalarTwinAndTheBf16KernelBitwise) {
   if (!dense_widen_fast_available()) GTEST_SKIP() << "CPU without AVX-512 (or switched off)";
   std::mt19937 rng(44);
@@ -103,12 +114,7 @@ TEST(Mxfp8Widen, KernelEqualsScalarTwinAndTheBf16KernelBitwise) {
   }
   // The same rows converted to bf16 through the bf16 kernel: the same bits.
   QMat q = make_mxfp8(7, 256, 1, rng);
-  testing::Bf16Mat b;
-  b.bits.resize(7 * 256);
-  for (int64_t r = 0; r < 7; ++r) bf16_row_bits(q.view, r, b.bits.data() + r * 256);
-  b.view.dtype = DType::BF16;
-  b.view.data = reinterpret_cast<const uint8_t*>(b.bits.data());
-  b.view.rows = 7, b.view.cols = 256, b.view.row_stride = 256;
+  const testing::Bf16Mat b = as_bf16(q.view);
   for (int64_t n_tok : {1, 3, 16}) {
     const auto x = testing::make_dense_x(n_tok, 256, rng);
     std::vector<float> a(size_t(n_tok * 7)), c(a.size());
@@ -126,12 +132,7 @@ TEST(Mxfp8Widen, KernelEqualsScalarTwinAndTheBf16KernelBitwise) {
 TEST(Mxfp8ViaBf16, BitwiseTheBf16GemmOnTheConvertedRows) {
   std::mt19937 rng(45);
   QMat q = make_mxfp8(300, 256, 1, rng);
-  testing::Bf16Mat b;
-  b.bits.resize(300 * 256);
-  for (int64_t r = 0; r < 300; ++r) bf16_row_bits(q.view, r, b.bits.data() + r * 256);
-  b.view.dtype = DType::BF16;
-  b.view.data = reinterpret_cast<const uint8_t*>(b.bits.data());
-  b.view.rows = 300, b.view.cols = 256, b.view.row_stride = 256;
+  testing::Bf16Mat b = as_bf16(q.view);
   ASSERT_TRUE(bind_kernels(b.view, KernelMode::kFast));
   for (int64_t n_tok : {17, 40})
     for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 300}, {5, 270}}) {
