@@ -22,7 +22,11 @@ namespace inkling {
 
 namespace {
 
-constexpr int64_t kBlockRows = 128;  // 576 KB of bf16 for Mini's 2304 columns
+// Rows per conversion: about 1M bf16 numbers (2 MB), whole 16-row tiles, at least one tile; each
+// block is one call of the gemm, which prepares x once per call.
+int64_t block_rows(int64_t cols) {
+  return std::max<int64_t>(16, (int64_t(1) << 20) / std::max<int64_t>(cols, 1) / 16 * 16);
+}
 
 #if INKLING_HAVE_MXFP8_SIMD
 bool cpu_has_avx512bw() {
@@ -56,9 +60,10 @@ bool mxfp8_via_bf16_handles(const MatView& w) {
 void mxfp8_via_bf16_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                          int64_t r1, float* y, int64_t ldy) {
   thread_local std::vector<uint16_t> buf;
-  buf.resize(size_t(kBlockRows * w.cols));
-  for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
-    const int64_t nr = std::min(kBlockRows, r1 - rb);
+  const int64_t block = block_rows(w.cols);
+  buf.resize(size_t(std::min(block, r1 - r0) * w.cols));
+  for (int64_t rb = r0; rb < r1; rb += block) {
+    const int64_t nr = std::min(block, r1 - rb);
     for (int64_t i = 0; i < nr; ++i) row_bits(w, rb + i, buf.data() + i * w.cols);
     MatView b;
     b.dtype = DType::BF16;

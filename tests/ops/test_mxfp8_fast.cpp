@@ -128,20 +128,21 @@ TEST(Mxfp8Widen, KernelEqualsScalarTwinAndTheBf16KernelBitwise) {
 }
 
 // 17+ tokens: blocks of rows made bf16, then the bf16 view's fast gemm: bitwise that gemm on the
-// converted matrix, for row ranges across the conversion's 128-row blocks.
+// converted matrix, for row ranges across the conversion's blocks (16 rows at 65536 columns).
 TEST(Mxfp8ViaBf16, BitwiseTheBf16GemmOnTheConvertedRows) {
   std::mt19937 rng(45);
-  QMat q = make_mxfp8(300, 256, 1, rng);
+  const int64_t rows = 40, cols = 65536;
+  QMat q = make_mxfp8(rows, cols, 1, rng);
   testing::Bf16Mat b = as_bf16(q.view);
   ASSERT_TRUE(bind_kernels(b.view, KernelMode::kFast));
-  for (int64_t n_tok : {17, 40})
-    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 300}, {5, 270}}) {
-      auto x = testing::make_dense_x(n_tok, 256, rng);
+  for (int64_t n_tok : {17, 24})
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, rows}, {5, 37}}) {
+      auto x = testing::make_dense_x(n_tok, cols, rng);
       for (auto& v : x)
         if (!std::isfinite(v) || std::fabs(v) > 1e20f) v = 1.f;  // the gemm's own NaN order aside
-      std::vector<float> a(size_t(n_tok * 300), -7.f), c(a);
-      mxfp8_via_bf16_rows(x.data(), n_tok, 256, q.view, r0, r1, a.data(), 300);
-      b.view.kernels->for_tokens(n_tok).rows(x.data(), n_tok, 256, b.view, r0, r1, c.data(), 300);
+      std::vector<float> a(size_t(n_tok * rows), -7.f), c(a);
+      mxfp8_via_bf16_rows(x.data(), n_tok, cols, q.view, r0, r1, a.data(), rows);
+      b.view.kernels->for_tokens(n_tok).rows(x.data(), n_tok, cols, b.view, r0, r1, c.data(), rows);
       ASSERT_EQ(std::memcmp(a.data(), c.data(), a.size() * 4), 0) << n_tok << " rows " << r0;
     }
 }
