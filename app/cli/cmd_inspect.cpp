@@ -37,6 +37,11 @@ void print_plan(const ModelInfo& info, int64_t ctx) {
               human(p.weights_mapped).c_str());
   std::printf("  weights copied %12s  (norms, convs, biases as f32)\n",
               human(p.weights_copied).c_str());
+  if (p.weights_tiles > 0)
+    std::printf(
+        "  weight tiles   %12s  (fast numerics: 4-bit weights regrouped at load, a copy; the"
+        " mapped pages it copies are not read again; INKLING_NO_Q4_TILES=1 skips it)\n",
+        human(p.weights_tiles).c_str());
   std::printf("  KV cache       %12s  (%s if it grows by doubling instead of being reserved)\n",
               human(p.kv).c_str(), human(p.kv_doubling).c_str());
   std::printf("  conv states    %12s\n", human(p.conv_states).c_str());
@@ -117,8 +122,14 @@ Runner add_inspect(CLI::App& app) {
                   static_cast<long long>(kGemmMinTokens), st.kernel_gemm.c_str());
     }
     const double mib = 1048576.0;
-    std::printf("memory: %.2f MiB mapped weights (not copied) + %.2f MiB f32 small tensors\n",
+    std::printf("memory: %.2f MiB mapped weights + %.2f MiB f32 small tensors",
                 double(info.mapped_bytes) / mib, double(info.copied_bytes) / mib);
+    if (info.tile_bytes > 0)
+      std::printf(
+          " + %.2f MiB load-time tiles (a copy of the 4-bit weights in the int8 gemm's "
+          "order; INKLING_NO_Q4_TILES=1 skips it)",
+          double(info.tile_bytes) / mib);
+    std::printf("\n");
     std::printf(
         "        + per session: %.2f MiB scratch, KV (%s) %.1f KiB per token of context + %.2f "
         "MiB of sliding rings\n",

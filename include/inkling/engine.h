@@ -90,6 +90,8 @@ struct ModelInfo {
   std::vector<Storage> storage;
   uint64_t mapped_bytes = 0;        // checkpoint bytes the weights read (mmap'd, not copied)
   uint64_t copied_bytes = 0;        // small tensors converted to f32 at load (norms, convs)
+  uint64_t tile_bytes = 0;          // fast numerics: 4-bit affine / NVFP4 weights regrouped at
+                                    // load into the int8 gemm's tiles (a copy; 0 where none)
   uint64_t session_bytes = 0;       // scratch of one session at the default chunk size
   std::string kv_type;              // "f32" or "bf16"
   std::string numerics;             // "fast" or "exact" (EngineOptions::numerics)
@@ -103,12 +105,15 @@ struct ModelInfo {
 struct MemoryPlan {
   uint64_t weights_mapped = 0;  // checkpoint bytes the weights map (page cache, shared)
   uint64_t weights_copied = 0;  // small tensors converted to f32 at load
+  uint64_t weights_tiles = 0;   // fast numerics' load-time tiles (ModelInfo::tile_bytes)
   uint64_t scratch = 0;         // activations of one session
   uint64_t kv = 0;              // KV rows of `tokens` positions (global) + the sliding rings
   uint64_t kv_doubling = 0;     // the KV allocation if the cache grows by doubling instead of
                                 // being reserved up front (Session::reserve)
   uint64_t conv_states = 0;     // four f32 short-conv states per layer
-  uint64_t total() const { return weights_mapped + weights_copied + scratch + kv + conv_states; }
+  uint64_t total() const {
+    return weights_mapped + weights_copied + weights_tiles + scratch + kv + conv_states;
+  }
 };
 MemoryPlan memory_plan(const ModelInfo& info, int64_t tokens);
 

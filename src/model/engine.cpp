@@ -270,6 +270,7 @@ MemoryPlan memory_plan(const ModelInfo& info, int64_t tokens) {
   MemoryPlan p;
   p.weights_mapped = info.mapped_bytes;
   p.weights_copied = info.copied_bytes;
+  p.weights_tiles = info.tile_bytes;
   p.scratch = info.session_bytes;
   p.conv_states = info.conv_state_bytes;
   // LayerCache::reserve allocates at least 64 rows, then doubles (or takes what a reserve asks);
@@ -317,6 +318,7 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   e->impl_->opts = opts;
   if (e->impl_->opts.prefill_chunk < 1) e->impl_->opts.prefill_chunk = 1;
   e->impl_->info = describe(*model, model_dir);
+  e->impl_->info.tile_bytes = model->weights.tile_bytes;
   ModelInfo& info = e->impl_->info;
   const uint64_t elem = opts.kv_type == KvCacheType::kBF16 ? 2 : 4;
   info.kv_type = kv_cache_type_name(opts.kv_type);

@@ -116,8 +116,8 @@ TEST_F(KvType, MemoryPlanCountsHalfTheKv) {
     EXPECT_EQ(p.kv, fi.kv_bytes_per_token * rows +
                         fi.kv_sliding_bytes * std::min<uint64_t>(rows, ring) / ring);
     EXPECT_GE(p.kv_doubling, p.kv);
-    EXPECT_EQ(p.total(),
-              fi.mapped_bytes + fi.copied_bytes + fi.session_bytes + p.kv + fi.conv_state_bytes);
+    EXPECT_EQ(p.total(), fi.mapped_bytes + fi.copied_bytes + fi.tile_bytes + fi.session_bytes +
+                             p.kv + fi.conv_state_bytes);
   }
   // A session's measured state after n tokens, reserved up front, is what the plan says.
   auto s = b->new_session();
