@@ -1,11 +1,12 @@
 // Exact vs fast numerics kernels on one thread, A/B in one run, alternating: the products the
 // registry binds for 1 token (decode) and 2/4/16 tokens (batched decode, speculative verify) on
 // bf16 weights and MLX affine 4- and 8-bit weights (group 64), a matrix in L2 (the kernels'
-// compute limit) and one 4x the last-level cache (what decode reads from DRAM), plus the VNNI
-// kernel with 2 int8 parts of x, MXFP8 (E4M3 + E8M0 per 32), and on 4-bit affine and NVFP4 weights
-// what an AVX2 host runs: the portable exact kernel (Highway) and the AVX2 int8 kernel with 1 and 2
-// parts, and that kernel's 512-bit form on AVX512-VNNI hosts (bitwise the same results). Prints the
-// best and median GB/s of weights read per call (for T tokens, the same bytes serve T products).
+// compute limit) and one at least 4x the last-level cache (what decode reads from DRAM), plus the
+// VNNI kernel with 2 int8 parts of x, MXFP8 (E4M3 + E8M0 per 32), and on 4-bit affine and NVFP4
+// weights what an AVX2 host runs: the portable exact kernel (Highway) and the AVX2 int8 kernel with
+// 1 and 2 parts, and that kernel's 512-bit form on AVX512-VNNI hosts (bitwise the same results).
+// Prints the best and median GB/s of weights read per call (for T tokens, the same bytes serve T
+// products).
 //
 //   bench_fast_kernels [rounds=9] [format: 16 bf16, 4 q4, -4 nvfp4, 8 q8, -8 mxfp8; all]
 #include <algorithm>
@@ -16,6 +17,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "base/dtype.h"
 #include "ops/formats.h"
@@ -93,6 +96,16 @@ Mat make(int64_t rows, int64_t cols, int bits) {
   return m;
 }
 
+// Rows of 4096 columns for the "from DRAM" matrix: at least 4x the last-level cache (a CPU with a
+// 260 MB L3 holds the 75-138 MB that 32768 rows make), and at least 32768 rows (16384 for bf16).
+int64_t dram_rows(int bits) {
+  const double per_row = 4096.0 * (bits == 16 ? 2.0 : bits == -8 ? 1.03 : std::abs(bits) / 8.0);
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const double want = 4.0 * double(llc > 0 ? llc : 0);
+  const int64_t base = bits == 16 ? 16384 : 32768;
+  return std::max<int64_t>(base, (int64_t(want / per_row) + 255) / 256 * 256);
+}
+
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -116,11 +129,12 @@ int main(int argc, char** argv) {
   for (auto& v : x) v = nd(rng);
   const int only = argc > 2 ? std::atoi(argv[2]) : 0;  // one format: 16, 4, -4, 8 or -8
   for (int bits : {16, 4, -4, 8, -8})
-    for (int64_t rows : {int64_t(256), int64_t(32768)})
+    for (int64_t rows : {int64_t(256), dram_rows(bits)})
       for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(16), int64_t(64)}) {
         if ((rows > 1024 && T > 4) || (only != 0 && bits != only)) continue;
         const int64_t cols = 4096;
-        Mat m = make(bits == 16 && rows > 1024 ? rows / 2 : rows, cols, bits);
+        Mat m = make(rows, cols, bits);
+        if (y.size() < size_t(rows * T)) y.resize(size_t(rows * T));
         MatView ex = m.v, fa = m.v;
         if (!bind_kernels(ex, Numerics::kExact) || !bind_kernels(fa, Numerics::kFast)) return 1;
         std::vector<Variant> vs = {{std::string("exact ") + ex.kernels->for_tokens(T).name, &ex,

@@ -28,8 +28,8 @@ void set_q4_bf16dot_enabled(bool on);
 // serves the same views (bf16 weights: the one-chain widening kernel; NVFP4: the int8 one). On
 // AMD (Zen 4 and later) VDPBF16PS issues at an FMA's rate; on Intel's AVX512-BF16 CPUs (Cooper
 // Lake, Sapphire and Emerald Rapids) at about half of it: on an Emerald Rapids VM, 16 tokens on
-// bf16 weights in L2 ran 4.1 GB/s against the widening kernel's 6.3, and NVFP4 (75 MB, in L3) 8.9
-// against the 512-bit int8 kernel's 12.6 (one thread). So: true unless the CPU is Intel's.
+// bf16 weights in L2 ran 4.1 GB/s against the widening kernel's 6.3, and NVFP4 from DRAM 9.1
+// against the 512-bit int8 kernel's 11.1 (one thread). So: true unless the CPU is Intel's.
 // INKLING_BF16DOT_PREFER=1 or 0 decides instead (read once; for A/B benchmarks and tests).
 bool bf16dot_preferred();
 
