@@ -13,6 +13,7 @@
 #include "ops/formats.h"
 #include "ops/kernel_switch.h"
 #include "ops/quant.h"
+#include "ops/quant_affine_vnni.h"  // vnni_sum16: the fixed 16-lane reduction
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INKLING_HAVE_WIDEN_FAST 1
@@ -33,13 +34,6 @@ namespace inkling {
 namespace {
 constexpr int64_t kChunk = 32;  // columns per 64-byte load of bf16 weights
 KernelSwitch g_switch{"INKLING_NO_WIDEN_FAST"};
-
-// The 16 lanes' sum: l + (l + 8), then + 4, + 2, + 1.
-float sum16(float* v) {
-  for (int h = 8; h >= 1; h /= 2)
-    for (int l = 0; l < h; ++l) v[l] = v[l] + v[l + h];
-  return v[0];
-}
 }  // namespace
 
 bool dense_widen_fast_handles(const MatView& w, int64_t n_tok) {
@@ -68,7 +62,7 @@ void widen_ref(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int
             const float xv = c < n ? x[t * ldx + c] : 0.f;
             acc[l] = std::fma(wv, xv, acc[l]);
           }
-      y[t * ldy + r] = sum16(acc);
+      y[t * ldy + r] = vnni_sum16(acc);
     }
 }
 }  // namespace
@@ -117,7 +111,7 @@ INK_WIDEN_FN void prepare(const float* x, int64_t n_tok, int64_t ldx, int64_t n,
   }
 }
 
-// sum16's order in registers: lanes l + (l + 8), then + 4, + 2, + 1.
+// vnni_sum16's order in registers: lanes l + (l + 8), then + 4, + 2, + 1.
 INK_WIDEN_FN inline float finish(__m512 a) {
   const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));

@@ -351,9 +351,7 @@ constexpr KernelSet kMxfp8Widen{{kWidenMxfp8, kWidenMxfp8, kViaBf16Mxfp8}, mxfp8
 // select_dense_bf16; 17+: rows made bf16, then the bf16 view's gemm), so a model's MXFP8 weights
 // and their bf16 conversion give the same bits.
 const KernelSet* select_mxfp8(const MatView& w, KernelMode m) {
-  if (w.group != 32 || w.cols % 32 != 0 ||
-      (w.scale_dtype != DType::U8 && w.scale_dtype != DType::F8_E8M0))
-    return nullptr;
+  if (!mxfp8_whole_blocks(w)) return nullptr;
   const bool gemm = hwy_gemm_mxfp8_supported(w);
   if (m != KernelMode::kExact) {
     const bool dot = dense_bf16dot_available() && mxfp8_bf16dot_handles(w, 1);

@@ -53,10 +53,6 @@ void row_bits(const MatView& w, int64_t r, uint16_t* out) {
 
 }  // namespace
 
-bool mxfp8_via_bf16_handles(const MatView& w) {
-  return mxfp8_whole_blocks(w);
-}
-
 void mxfp8_via_bf16_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                          int64_t r1, float* y, int64_t ldy) {
   thread_local std::vector<uint16_t> buf;

@@ -12,11 +12,9 @@
 
 namespace inkling {
 
-// MXFP8 views with whole blocks of 32 columns.
-bool mxfp8_via_bf16_handles(const MatView& w);
-
 // y[t * ldy + r] = the bf16 gemm's sum over c of x[t * ldx + c] * mxfp8_bf16_bits(W[r, c]) for
-// rows [r0, r1). Single-threaded (a thread's rows are converted by that thread).
+// rows [r0, r1) of an MXFP8 view of whole blocks (mxfp8_whole_blocks, ops/quant.h).
+// Single-threaded (a thread's rows are converted by that thread).
 void mxfp8_via_bf16_rows(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, int64_t r0,
                          int64_t r1, float* y, int64_t ldy);
 

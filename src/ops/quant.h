@@ -57,9 +57,10 @@ inline uint16_t mxfp8_bf16_bits(uint8_t code, uint8_t e) {
   return uint16_t(std::max(t, 0) | ((code & 0x80) << 8));
 }
 
-// An MXFP8 view the fast kernels take: whole blocks of 32 columns, U8 / E8M0 exponents.
+// An MXFP8 view the registry binds (every kernel, exact and fast): whole blocks of 32 columns,
+// U8 / E8M0 exponents.
 inline bool mxfp8_whole_blocks(const MatView& w) {
-  return w.format == WeightFormat::kMxfp8 && w.group == 32 && w.cols > 0 && w.cols % 32 == 0 &&
+  return w.format == WeightFormat::kMxfp8 && w.group == 32 && w.cols % 32 == 0 &&
          (w.scale_dtype == DType::U8 || w.scale_dtype == DType::F8_E8M0);
 }
 

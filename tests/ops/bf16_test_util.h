@@ -21,16 +21,24 @@ struct Bf16Mat {
   MatView view;
 };
 
+// A dense bf16 view of rows x cols over bits, rows `stride` elements apart.
+inline MatView bf16_view(const std::vector<uint16_t>& bits, int64_t rows, int64_t cols,
+                         int64_t stride) {
+  MatView v;
+  v.dtype = DType::BF16;
+  v.data = reinterpret_cast<const uint8_t*>(bits.data());
+  v.rows = rows;
+  v.cols = cols;
+  v.row_stride = stride;
+  return v;
+}
+
 inline Bf16Mat make_bf16(int64_t rows, int64_t cols, int64_t stride, std::mt19937& rng) {
   std::normal_distribution<float> nd(0.f, 1.f);
   Bf16Mat m;
   m.bits.resize(size_t(rows * stride) + 1);  // one element of slack: an odd start below
   for (auto& b : m.bits) b = f32_to_bf16(nd(rng));
-  m.view.dtype = DType::BF16;
-  m.view.data = reinterpret_cast<const uint8_t*>(m.bits.data());
-  m.view.rows = rows;
-  m.view.cols = cols;
-  m.view.row_stride = stride;
+  m.view = bf16_view(m.bits, rows, cols, stride);
   return m;
 }
 

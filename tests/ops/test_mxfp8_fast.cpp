@@ -86,9 +86,7 @@ testing::Bf16Mat as_bf16(const MatView& w) {
   testing::Bf16Mat b;
   b.bits.resize(size_t(w.rows * w.cols));
   for (int64_t r = 0; r < w.rows; ++r) bf16_row_bits(w, r, b.bits.data() + r * w.cols);
-  b.view.dtype = DType::BF16;
-  b.view.data = reinterpret_cast<const uint8_t*>(b.bits.data());
-  b.view.rows = w.rows, b.view.cols = w.cols, b.view.row_stride = w.cols;
+  b.view = testing::bf16_view(b.bits, w.rows, w.cols, w.cols);
   return b;
 }
 

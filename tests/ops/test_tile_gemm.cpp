@@ -12,6 +12,7 @@
 
 #include "../common/random.h"
 #include "base/dtype.h"
+#include "bf16_test_util.h"
 #include "ops/amx_gemm.h"
 #include "ops/bf16_tile_gemm.h"
 #include "ops/formats.h"
@@ -34,11 +35,7 @@ Bf16Weight make_weight(int64_t rows, int64_t cols, int64_t stride, uint32_t seed
   const auto f = randn(size_t(rows * stride), seed);
   w.bits.resize(f.size());
   for (size_t i = 0; i < f.size(); ++i) w.bits[i] = f32_to_bf16(f[i]);
-  w.view.dtype = DType::BF16;
-  w.view.data = reinterpret_cast<const uint8_t*>(w.bits.data());
-  w.view.rows = rows;
-  w.view.cols = cols;
-  w.view.row_stride = stride;
+  w.view = testing::bf16_view(w.bits, rows, cols, stride);
   return w;
 }
 

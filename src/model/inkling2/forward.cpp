@@ -129,7 +129,6 @@ struct GateIo {
 // share each hand-out to the pool), in prefill one after another in the arena's first gate buffers.
 // Every h of a group is normed before any output is written and the mixes run in order, so an
 // out may alias its own h or the h of an earlier gate: the same bits either way.
-
 void message_gates(const ModelConfig& c, std::span<const GateIo> io, const Arena& A,
                    ThreadPool* pool) {
   const int64_t T = A.T, H = A.H, R = c.v2.loop_rank;
