@@ -248,8 +248,8 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
 
 void Scheduler::snapshot_to_cache(Slot& s) {
   auto snap = s.session->snapshot();
-  // A speculative job's prompt: its decoder's state too (only before its first token, when the
-  // decoder's tokens are the history).
+  // A speculative job's state: its decoder's too (before its first token, or back there after
+  // end_turn(), when the decoder's tokens are the history).
   auto spec = s.spec && !s.spec->started() ? s.spec->snapshot() : nullptr;
   // Everything the entry keeps alive: the snapshots' buffers, the token key, the entry itself.
   const size_t bytes = snapshot_bytes(*snap) + (spec ? snapshot_bytes(*spec) : 0) +
@@ -262,11 +262,18 @@ void Scheduler::finish_slot(Slot& s, const std::string& reason, const std::strin
   s.job->finish(reason, error, s.cached);
   if (reason == "cancelled") metrics_->requests_cancelled += 1;
   if (s.spec) {
-    // A round may have run past the job's end: the session's state is not its history, so it
-    // is neither cached nor reused.
+    // A round may have run past the job's end: the decoder rolls the session (and its depths)
+    // back to the history, whose end of turn is then cached with the decoder's state as a
+    // plain slot's is; the slot keeps the session for a plain request that continues it.
+    const bool kept = reason != "error" && s.spec->end_turn(int64_t(s.history.size())).ok();
+    if (kept && int64_t(s.history.size()) >= opts_.min_snapshot_tokens &&
+        !cache_.contains(s.history, true))
+      snapshot_to_cache(s);
     s.spec.reset();
-    s.session->reset();
-    s.history.clear();
+    if (!kept) {
+      s.session->reset();
+      s.history.clear();
+    }
   } else if (reason == "error") {
     s.session->reset();
     s.history.clear();

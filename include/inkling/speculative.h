@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "inkling/engine.h"
@@ -42,6 +43,10 @@ struct SpeculativeStats {
 class SpeculativeSnapshot;
 // Bytes a decoder snapshot holds (what a cache of them counts).
 size_t snapshot_bytes(const SpeculativeSnapshot& snap);
+// Where two decoder snapshots' states differ, "" where they are the same state: the committed
+// tokens, each depth's committed rows, their KV rows and conv states, and the hidden rows both
+// still hold for the depths to read. For tests and diagnostics.
+std::string snapshot_difference(const SpeculativeSnapshot& a, const SpeculativeSnapshot& b);
 
 class SpeculativeDecoder {
  public:
@@ -75,6 +80,15 @@ class SpeculativeDecoder {
   // vocabulary) after Session::restore(). Errors name the mismatch.
   std::shared_ptr<const SpeculativeSnapshot> snapshot() const;
   Status restore(const SpeculativeSnapshot& snap);
+  // Where a turn ended: back to the state before begin() with the first `tokens` committed
+  // tokens (the session then holds exactly those), so snapshot() can keep the end of the turn
+  // for the conversation's next request and prefilled() goes on with more prompt. A round may
+  // have run past the end of the turn (a stop token among its accepted drafts): the trunk and
+  // the depths are rolled back within the last round, as rejected drafts are, so `tokens` runs
+  // from one past the tokens committed before the last round to all of them (the pending token
+  // is not consumed, as after plain decoding). Before begin(): `tokens` must be what the
+  // session holds (nothing to do). Errors name the range.
+  Status end_turn(int64_t tokens);
 
   // One round: drafts, one verify pass, acceptance. Returns the tokens it produced (1 to K+1,
   // valid until the next call); the last one is the trunk's own. Near the context limit a round

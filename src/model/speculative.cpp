@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "model/mtp.h"
 #include "model/session_impl.h"
@@ -36,6 +37,7 @@ struct Depth {
   int64_t y_start = 0;
   ConvTrace trace;          // conv inputs of this round's draft rows
   int64_t draft_from = -1;  // first draft row of this round (-1: none)
+  int64_t trace_from = -1;  // first row `trace` holds, kept after the round (-1: none)
 
   void save() {
     conv_k = cache.conv_k, conv_v = cache.conv_v, conv_attn = cache.conv_attn,
@@ -71,6 +73,7 @@ struct SpeculativeDecoder::Impl {
   std::vector<int32_t> out;
   SpeculativeStats stats;
   bool begun = false;  // ids.back() is the pending token (before: the prompt so far, no pending)
+  int64_t round_from = -1;  // tokens the trunk held before the last round (-1: no round yet)
   // The round in flight (propose -> verify forward -> accept).
   int64_t k = 0;
   bool greedy = true;
@@ -188,7 +191,7 @@ class SpeculativeSnapshot {
     int64_t y_start = 0;
   };
   int K = 0;
-  int64_t Vd = 0;
+  int64_t Vd = 0, H = 0;
   std::vector<int32_t> ids;
   std::vector<float> th;
   int64_t th_start = 0;
@@ -199,6 +202,77 @@ size_t snapshot_bytes(const SpeculativeSnapshot& snap) {
   size_t n = sizeof(SpeculativeSnapshot) + snap.ids.size() * 4 + snap.th.size() * 4;
   for (const auto& d : snap.depths) n += sizeof(d) + d.cache.bytes() + d.y.size() * 4;
   return n;
+}
+
+namespace {
+// Rows [from, to) of two row buffers that start at rows a0 and b0 ("" = equal bitwise).
+std::string rows_differ(const std::vector<float>& a, int64_t a0, const std::vector<float>& b,
+                        int64_t b0, int64_t from, int64_t to, int64_t width) {
+  for (int64_t r = from; r < to; ++r) {
+    const auto at = [&](const std::vector<float>& v, int64_t start) {
+      return v.begin() + ptrdiff_t((r - start) * width);
+    };
+    if ((r - a0 + 1) * width > int64_t(a.size()) || (r - b0 + 1) * width > int64_t(b.size()))
+      return "row " + std::to_string(r) + " is missing";
+    if (!std::equal(at(a, a0), at(a, a0) + width, at(b, b0),
+                    [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
+      return "row " + std::to_string(r) + " differs";
+  }
+  return "";
+}
+}  // namespace
+
+std::string snapshot_difference(const SpeculativeSnapshot& a, const SpeculativeSnapshot& b) {
+  if (a.K != b.K || a.Vd != b.Vd || a.H != b.H) return "draft count, vocabulary or width";
+  if (a.ids != b.ids) return "committed tokens";
+  if (a.depths.size() != b.depths.size()) return "depth count";
+  for (size_t i = 0; i < a.depths.size(); ++i) {
+    const auto& x = a.depths[i];
+    const auto& y = b.depths[i];
+    const std::string d = "depth " + std::to_string(i) + ": ";
+    if (x.cpos != y.cpos)
+      return d + "committed rows " + std::to_string(x.cpos) + " vs " + std::to_string(y.cpos);
+    const LayerCache& p = x.cache;
+    const LayerCache& q = y.cache;
+    const auto same = [](const auto& u, size_t b, size_t e, const auto& v) {
+      return e <= u.size() && e <= v.size() &&
+             std::memcmp(u.data() + b, v.data() + b, (e - b) * sizeof(u[0])) == 0;
+    };
+    if (!same(p.conv_k, 0, p.conv_k.size(), q.conv_k) || p.conv_k.size() != q.conv_k.size() ||
+        !same(p.conv_v, 0, p.conv_v.size(), q.conv_v) || p.conv_v.size() != q.conv_v.size() ||
+        !same(p.conv_attn, 0, p.conv_attn.size(), q.conv_attn) ||
+        p.conv_attn.size() != q.conv_attn.size() ||
+        !same(p.conv_mlp, 0, p.conv_mlp.size(), q.conv_mlp) ||
+        p.conv_mlp.size() != q.conv_mlp.size())
+      return d + "conv states";
+    if (p.row != q.row || p.type != q.type || p.ring != q.ring) return d + "cache geometry";
+    // The positions a later row may read: all of them, or a ring's latest (less the K + 1 a
+    // round may have written past the committed rows, over the oldest).
+    const int64_t first = p.ring ? std::max<int64_t>(0, x.cpos - p.ring + a.K + 1) : 0;
+    for (int64_t pos = first; pos < x.cpos; ++pos) {
+      const size_t b = size_t(p.slot(pos)), e = b + size_t(p.row);
+      const bool kv = p.type == KvType::kF32 ? same(p.k, b, e, q.k) && same(p.v, b, e, q.v)
+                                             : same(p.k16, b, e, q.k16) && same(p.v16, b, e, q.v16);
+      if (!kv) return d + "KV row of position " + std::to_string(pos);
+    }
+  }
+  // The rows the depths still read: trunk rows from depth 0's committed rows, depth i's outputs
+  // from depth i+1's.
+  const int64_t T = int64_t(a.ids.size());
+  if (!a.depths.empty()) {
+    const int64_t H = a.H;
+    const std::string r = rows_differ(a.th, a.th_start, b.th, b.th_start, a.depths[0].cpos, T, H);
+    if (!r.empty()) return "trunk hidden " + r;
+    for (size_t i = 0; i + 1 < a.depths.size(); ++i) {
+      const auto& x = a.depths[i];
+      const auto& y = b.depths[i];
+      const int64_t from = a.depths[i + 1].cpos, to = x.cpos;
+      if (to <= from) continue;
+      const std::string r = rows_differ(x.y, x.y_start, y.y, y.y_start, from, to, H);
+      if (!r.empty()) return "depth " + std::to_string(i) + " output " + r;
+    }
+  }
+  return "";
 }
 
 SpeculativeDecoder::SpeculativeDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -247,6 +321,7 @@ std::shared_ptr<const SpeculativeSnapshot> SpeculativeDecoder::snapshot() const 
   auto snap = std::make_shared<SpeculativeSnapshot>();
   snap->K = d.K;
   snap->Vd = d.Vd;
+  snap->H = d.H;
   snap->ids = d.ids;
   snap->th = d.th;
   snap->th_start = d.th_start;
@@ -280,6 +355,51 @@ Status SpeculativeDecoder::restore(const SpeculativeSnapshot& snap) {
     x.draft_from = -1;
     x.save();
   }
+  return Status::success();
+}
+
+Status SpeculativeDecoder::end_turn(int64_t tokens) {
+  Impl& d = *impl_;
+  Session::Impl& s = *d.s;
+  if (!d.begun) {
+    if (tokens == int64_t(d.ids.size()) && s.state.pos == tokens) return Status::success();
+    return Status::error("[speculative] end_turn: " + std::to_string(tokens) +
+                         " tokens, but the decoder has not begun and holds " +
+                         std::to_string(d.ids.size()));
+  }
+  const int64_t P = d.P(), lo = d.round_from >= 0 ? d.round_from + 1 : P;
+  if (tokens < lo || tokens > P)
+    return Status::error("[speculative] end_turn: " + std::to_string(tokens) +
+                         " tokens is outside [" + std::to_string(lo) + ", " + std::to_string(P) +
+                         "] (the last round's tokens)");
+  const int64_t taps = d.m->config.conv_k;
+  if (tokens < P) {  // the trunk: as a rejected draft, from the last verify pass's trace
+    s.state.pos = tokens;
+    for (size_t l = 0; l < s.state.layers.size(); ++l)
+      s.state.layers[l].rewind_convs(d.trace[l], tokens - d.round_from, taps);
+  }
+  // Depth i keeps the rows whose tokens (row p reads the token at p+1+i) are among `tokens`;
+  // rows past that were draft rows of the last round, re-wound from their trace. The depths
+  // that lag then run up to where a prompt of these tokens leaves them (catch_up).
+  for (int64_t i = 0; i < int64_t(d.depths.size()); ++i) {
+    Depth& dp = d.depths[size_t(i)];
+    const int64_t want = std::max<int64_t>(0, tokens - 1 - i);
+    dp.rewind();  // the live conv states may be past cpos (rejected draft rows)
+    if (dp.cpos > want) {
+      INK_CHECK(dp.trace_from >= 0 && want >= dp.trace_from);
+      dp.cache.rewind_convs(dp.trace, want - dp.trace_from, taps);
+      dp.cpos = want;
+      dp.save();
+    }
+    dp.trace_from = -1;
+  }
+  INK_CHECK(d.th_start <= tokens);
+  d.th.resize(size_t((tokens - d.th_start) * d.H));
+  d.ids.resize(size_t(tokens));
+  d.round_from = -1;
+  d.begun = false;
+  d.catch_up();
+  s.hidden_sink = &d.th;  // Engine::step keeps the trunk rows again, as before begin()
   return Status::success();
 }
 
@@ -477,8 +597,10 @@ void SpeculativeDecoder::Impl::accept(Sampler& sampler) {
       dp.cpos = dp.draft_from + valid;
       dp.save();
     }
+    dp.trace_from = dp.draft_from;
     dp.draft_from = -1;
   }
+  d.round_from = P;
 
   // Trunk hidden rows for depth 0: drop the ones it has run, append the kept ones.
   d.drop_trunk_rows(P);

@@ -346,6 +346,131 @@ TEST(Speculative, PrefillFromOutsideAndSnapshotsMatchPlainGreedy) {
   }
 }
 
+// end_turn(): a conversation's turn ended inside a round (a stop token among its accepted
+// drafts). The decoder goes back to before begin() at every token count the last round allows,
+// the session holds exactly those tokens, and the next turn (more prompt, from the same decoder
+// or from a pair of snapshots taken there) is plain greedy's, round for round a fresh start()'s.
+TEST(Speculative, EndTurnInsideARoundResumesTheNextTurn) {
+  const std::string ref = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/";
+  const bool demo = std::filesystem::exists(kDemo + "/model.safetensors");
+  for (const std::string& dir : {kMulti, kDemo}) {
+    if (dir == kDemo && !demo) continue;
+    const auto prompt = dir == kMulti ? json_ids(read_json(kMulti + "/ref.json"), "prompt_ids")
+                                      : json_ids(read_json(ref + "prompt.json"), "prompt_ids");
+    const std::vector<int32_t> extra(prompt.begin(), prompt.begin() + 5);  // the next turn's text
+    for (int64_t chunk : {int64_t(256), int64_t(5)}) {
+      auto e = Engine::load(dir, EngineOptions{2, chunk});
+      ASSERT_TRUE(e.ok()) << e.status().message();
+      Engine& en = *e.value();
+      const int depths = dir == kMulti ? 3 : 2;
+      for (int k = 1; k <= depths; ++k) {
+        SamplingParams sp;
+        sp.temperature = 0;
+        // Rounds until one produced at least two tokens (or 12 rounds): its tokens [lo, hi].
+        auto run = [&](Session& s, SpeculativeDecoder& d, std::vector<int32_t>* seq, int64_t* lo,
+                       int64_t* hi) {
+          Sampler sampler(sp);
+          sampler.set_prompt(prompt);
+          auto first = d.start(prompt, sampler);
+          ASSERT_TRUE(first.ok()) << first.status().message();
+          *seq = prompt;
+          seq->push_back(first.value());
+          for (int r = 0; r < 12; ++r) {
+            auto toks = d.step(sampler);
+            ASSERT_TRUE(toks.ok()) << toks.status().message();
+            seq->insert(seq->end(), toks->begin(), toks->end());
+            *hi = int64_t(seq->size()) - 1;  // the last token is pending
+            *lo = *hi - int64_t(toks->size()) + 1;
+            if (toks->size() >= 2) break;
+          }
+          EXPECT_EQ(s.position(), *hi);
+        };
+        std::vector<int32_t> seq;
+        int64_t lo = 0, hi = 0;
+        {
+          auto s = en.new_session();
+          auto d = std::move(SpeculativeDecoder::create(*s, k)).value();
+          run(*s, *d, &seq, &lo, &hi);
+          EXPECT_FALSE(d->end_turn(lo - 1).ok()) << "before the last round";
+          EXPECT_FALSE(d->end_turn(hi + 1).ok()) << "past the committed tokens";
+          EXPECT_FALSE(d->prefilled(extra).ok()) << "still in its rounds";
+        }
+        for (int64_t n = lo; n <= hi; ++n) {
+          const std::string what = dir + " K=" + std::to_string(k) + " chunk " +
+                                   std::to_string(chunk) + " turn of " + std::to_string(n);
+          auto s = en.new_session();
+          auto d = std::move(SpeculativeDecoder::create(*s, k)).value();
+          std::vector<int32_t> seq2;
+          int64_t lo2 = 0, hi2 = 0;
+          run(*s, *d, &seq2, &lo2, &hi2);
+          ASSERT_EQ(seq2, seq) << what;
+          const Status st = d->end_turn(n);
+          ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+          EXPECT_FALSE(d->started());
+          EXPECT_EQ(s->position(), n);
+          EXPECT_TRUE(d->end_turn(n).ok()) << "again: nothing to do";
+          const auto snap = s->snapshot();
+          const auto spec = d->snapshot();
+          ASSERT_TRUE(spec) << what;
+          // The decoder's state is bitwise what running those tokens as a prompt leaves.
+          {
+            auto s4 = en.new_session();
+            auto d4 = std::move(SpeculativeDecoder::create(*s4, k)).value();
+            // The prompt in start()'s pieces (more than 16 rows need not give the same bits as
+            // fewer), the rest in pieces of 7.
+            const int64_t np = int64_t(prompt.size());
+            for (int64_t at = 0; at < n;) {
+              const int64_t len = std::min(n - at, at < np ? std::min(chunk, np - at) : 7);
+              const std::span<const int32_t> piece(seq.data() + at, size_t(len));
+              at += len;
+              std::vector<Session*> ss = {s4.get()};
+              std::vector<std::span<const int32_t>> in = {piece};
+              ASSERT_TRUE(en.step(ss, in).ok());
+              ASSERT_TRUE(d4->prefilled(piece).ok());
+            }
+            EXPECT_EQ(snapshot_difference(*d4->snapshot(), *spec), "") << what;
+          }
+          // The session's state is what plain decoding of those tokens leaves (the verify rows
+          // are bitwise decode steps): the same logits, bitwise, after more prompt.
+          {
+            auto ref_s = en.new_session();
+            ASSERT_TRUE(ref_s->prefill(prompt).ok());
+            for (int64_t t = int64_t(prompt.size()); t < n; ++t)
+              ASSERT_TRUE(ref_s->decode(seq[size_t(t)]).ok());
+            auto got_s = en.new_session();
+            got_s->restore(*snap);
+            auto a = ref_s->prefill(extra);
+            auto b = got_s->prefill(extra);
+            ASSERT_TRUE(a.ok() && b.ok());
+            const std::vector<float> va(a->begin(), a->end()), vb(b->begin(), b->end());
+            EXPECT_TRUE(va == vb) << what << ": the trunk's state after end_turn";
+          }
+          // The next turn: the history so far, then more prompt.
+          std::vector<int32_t> next(seq.begin(), seq.begin() + n);
+          next.insert(next.end(), extra.begin(), extra.end());
+          const size_t m = 24;
+          const auto want = plain_greedy(en, next, m);
+          SpeculativeStats st0, st1, st2;
+          EXPECT_EQ(spec_greedy(en, next, m, k, &st0), want) << what;
+          const SpeculativeStats before = d->stats();  // the first turn's rounds
+          EXPECT_EQ(spec_after(en, *s, *d, next, size_t(n), m, {3}, &st1), want) << what;
+          st1.rounds -= before.rounds;
+          st1.tokens -= before.tokens;
+          for (size_t i = 0; i < st1.accepted.size(); ++i) st1.accepted[i] -= before.accepted[i];
+          expect_same_rounds(st1, st0, what + " continued vs start()");
+          auto s2 = en.new_session();
+          auto d2 = std::move(SpeculativeDecoder::create(*s2, k)).value();
+          s2->restore(*snap);
+          ASSERT_TRUE(d2->restore(*spec).ok()) << what;
+          EXPECT_EQ(spec_after(en, *s2, *d2, next, size_t(n), m, {2, 5}, &st2), want)
+              << what << " restored";
+          expect_same_rounds(st2, st0, what + " restored vs start()");
+        }
+      }
+    }
+  }
+}
+
 // What greedy identity rests on: a verify-style segment of n rows (teacher-forced, after a
 // prompt) gives every row bitwise the logits of one decode step per token, for n up to 16 (the
 // kernels are row-count invariant: ops/formats.h), on the MTP fixture, the dense and quantized

@@ -2,7 +2,8 @@
 // together (one verify pass per round over every slot), their answers at temperature 0 equal a
 // plain server's, a request asking for logprobs still gets them (it decodes plainly), and
 // /metrics reports rounds, tokens per round and acceptance per draft position; a speculative
-// conversation's next turn restores its prefix (trunk and depths) from the prefix cache.
+// conversation's next turn restores its prefix (trunk and depths) from the prefix cache, from the
+// end of the previous turn too.
 #include <httplib.h>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,46 @@ TEST(ServerDraft, SpeculativeTurnsReuseThePrefixCache) {
   EXPECT_GT(
       testing::metric_value(spec.port(), "inkling_speculative_acceptance\\{position=\"0\"\\}"),
       0.0);
+  EXPECT_EQ(spec.stop(), 0);
+  EXPECT_EQ(plain.stop(), 0);
+}
+
+// The end of a speculative turn is cached too: its last round may have run past the stop (here
+// max_tokens, at several lengths so that some end inside a round's accepted drafts), and the
+// decoder rolls the session back to what the answer consumed. A request that continues the
+// answer reuses the prompt and the answer, and its own answer is still a plain server's.
+TEST(ServerDraft, SpeculativeTurnEndsAreCached) {
+  if (!std::filesystem::exists(kDraftDemo + "/model.safetensors")) GTEST_SKIP() << "no demo model";
+  testing::ServerProcess plain({"--ctx-size", "1024", "--parallel", "1"}, kDraftDemo);
+  testing::ServerProcess spec({"--ctx-size", "1024", "--parallel", "1", "--draft", "2"},
+                              kDraftDemo);
+  ASSERT_GT(plain.port(), 0);
+  ASSERT_GT(spec.port(), 0);
+  auto complete = [](int port, const std::string& prompt, int max_tokens) {
+    json body = {{"model", "inkling-demo"},
+                 {"prompt", prompt},
+                 {"temperature", 0},
+                 {"max_tokens", max_tokens}};
+    int status = 0;
+    json r = testing::post_json(port, "/v1/completions", body, &status);
+    EXPECT_EQ(status, 200) << r.dump();
+    return r;
+  };
+  const std::string start = "Once upon a time there was a small river that";
+  int longer = 0;
+  for (int m : {17, 18, 19, 20}) {
+    const json a = complete(spec.port(), start, m);
+    const std::string text = a["choices"][0]["text"].get<std::string>();
+    EXPECT_EQ(text, complete(plain.port(), start, m)["choices"][0]["text"].get<std::string>());
+    const std::string next = start + text + " And then";
+    const json b = complete(spec.port(), next, 12);
+    EXPECT_EQ(b["choices"][0]["text"], complete(plain.port(), next, 12)["choices"][0]["text"]) << m;
+    // More than the first prompt came from the cache: the answer's tokens too.
+    const int64_t cached = b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+    longer += cached > a["usage"]["prompt_tokens"].get<int64_t>();
+    EXPECT_GE(cached, a["usage"]["prompt_tokens"].get<int64_t>() - 1) << b.dump();
+  }
+  EXPECT_GE(longer, 3);
   EXPECT_EQ(spec.stop(), 0);
   EXPECT_EQ(plain.stop(), 0);
 }
