@@ -170,7 +170,9 @@ INK_WIDEN_FN __attribute__((always_inline)) inline void chunks(const Row* wr,
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       __m512 xe = _mm512_load_ps(xt[t] + j * kChunk), xo = _mm512_load_ps(xt[t] + j * kChunk + 16);
-      if constexpr (R > 1) asm("" : "+v"(xe), "+v"(xo));  // one load each for every row
+      // One load each for every row, where x fits in registers beside the chains and the
+      // widened weights (4 rows x 6 tokens fill the file: there x stays an operand in L1).
+      if constexpr (R > 1 && R * NT + 2 * R + 2 <= 32) asm("" : "+v"(xe), "+v"(xo));
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) a[i][t] = _mm512_fmadd_ps(we[i], xe, a[i][t]);
 #pragma GCC unroll 4
@@ -215,11 +217,14 @@ void rows(const Prepared& p, int64_t t0, const MatView& w, int64_t r0, int64_t r
 }
 
 // Five or more tokens: their x (16 KB a token for 4096 columns) would come from L2 for every row
-// pair. So rows go in blocks of kBlockRows and columns in blocks of kBlockChunks chunks (x of 16
+// group. So rows go in blocks of kBlockRows and columns in blocks of kBlockChunks chunks (x of 16
 // tokens: 32 KB in L1); each (row, token) chain waits in `park` between column blocks (an exact
-// f32 round trip: the same steps as one pass), and a row pair's block of weights, read from
-// memory for the first group of 8 tokens, is in L1 for the second.
+// f32 round trip: the same steps as one pass). Rows go in fours against groups of up to
+// kGroupTokens tokens (24 chains and 8 widened weight registers: the register file), a row
+// quad's block of weights, read from memory for the first group, in L1 for the others; the
+// last one to three rows of a block in pairs and ones against groups of 8.
 constexpr int64_t kBlockRows = 32, kBlockChunks = 16;
+constexpr int kGroupTokens = 6;
 
 struct Park {  // [row of the block][token][16 lanes]
   alignas(64) float v[kBlockRows][kFewMaxTokens][16];
@@ -231,13 +236,13 @@ INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const Row* wr, int64_
   const float* xt[NT];
   for (int t = 0; t < NT; ++t) xt[t] = p.x.data() + (t0 + t) * p.stride;
   __m512 a[R][NT];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
       a[i][t] = j0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(pk + (i * kFewMaxTokens + t) * 16);
   chunks<Row, R, NT>(wr, xt, j0, j1, full, tail, 0, a);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) _mm512_store_ps(pk + (i * kFewMaxTokens + t) * 16, a[i][t]);
@@ -246,6 +251,22 @@ INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const Row* wr, int64_
 template <class Row, int R>
 void park_group(const Prepared& p, int64_t t0, int nt, const Row* wr, int64_t j0, int64_t j1,
                 int64_t full, __mmask32 tail, float* pk) {
+  if constexpr (R == 4) {
+    switch (nt) {
+      case 6:
+        return park_tile<Row, 4, 6>(p, t0, wr, j0, j1, full, tail, pk);
+      case 5:
+        return park_tile<Row, 4, 5>(p, t0, wr, j0, j1, full, tail, pk);
+      case 4:
+        return park_tile<Row, 4, 4>(p, t0, wr, j0, j1, full, tail, pk);
+      case 3:
+        return park_tile<Row, 4, 3>(p, t0, wr, j0, j1, full, tail, pk);
+      case 2:
+        return park_tile<Row, 4, 2>(p, t0, wr, j0, j1, full, tail, pk);
+      default:
+        return park_tile<Row, 4, 1>(p, t0, wr, j0, j1, full, tail, pk);
+    }
+  }
   switch (nt) {
     case 8:
       return park_tile<Row, R, 8>(p, t0, wr, j0, j1, full, tail, pk);
@@ -276,7 +297,16 @@ INK_WIDEN_FN void blocked(const Prepared& p, int64_t n_tok, const MatView& w, in
     const int64_t re = std::min(r1, rb + kBlockRows);
     for (int64_t j0 = 0; j0 < nch; j0 += kBlockChunks) {
       const int64_t j1 = std::min(nch, j0 + kBlockChunks);
-      for (int64_t r = rb; r < re; r += 2) {
+      int64_t r = rb;
+      for (; r + 4 <= re; r += 4) {
+        const Row wr[4] = {Row(w, r), Row(w, r + 1), Row(w, r + 2), Row(w, r + 3)};
+        float* pk = &park.v[r - rb][0][0];
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kGroupTokens) {
+          const int nt = int(std::min<int64_t>(kGroupTokens, n_tok - t0));
+          park_group<Row, 4>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
+        }
+      }
+      for (; r < re; r += 2) {
         const Row wr[2] = {Row(w, r), Row(w, std::min(r + 1, re - 1))};
         float* pk = &park.v[r - rb][0][0];
         for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {

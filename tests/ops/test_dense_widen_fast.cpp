@@ -43,6 +43,10 @@ TEST(DenseWidenFast, KernelEqualsScalarTwinBitwise) {
       for (int64_t n_tok : {int64_t(1), int64_t(3), int64_t(9)})
         expect_widen_twin(m.view, n_tok, r0, r1, rng, what + " rows " + std::to_string(r0));
   }
+  // Several blocks of 32 rows, each ending in quads, a pair and one row, past a column block.
+  const Bf16Mat big = make_bf16(71, 600, 600, rng);
+  for (int64_t n_tok = 5; n_tok <= kFewMaxTokens; ++n_tok)
+    expect_widen_twin(big.view, n_tok, 0, 71, rng, "71 rows");
   Bf16Mat m = make_bf16(6, 96, 200, rng);  // rows starting at an odd element
   m.view.data += 2;
   expect_widen_twin(m.view, 4, 0, 6, rng, "misaligned rows");
