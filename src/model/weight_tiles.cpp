@@ -11,25 +11,10 @@
 #include <tuple>
 #include <vector>
 
+#include "base/resident.h"
 #include "ops/quant_q4_int8_gemm.h"
 
 namespace inkling {
-
-namespace {
-
-// MemAvailable of /proc/meminfo in bytes (0 where it cannot be read: no limit is applied).
-uint64_t memory_available() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kb = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-  std::fclose(f);
-  return uint64_t(kb) * 1024;
-}
-
-}  // namespace
 
 void prepare_weight_tiles(Weights& w, Numerics n, int threads) {
   for_each_matrix(
