@@ -2,10 +2,10 @@
 #include "model/weight_residency.h"
 
 #include <cstring>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/cpus.h"
 #include "base/mapped_file.h"
 #include "base/resident.h"
 
@@ -30,7 +30,7 @@ uint64_t populate_weight_pages(const Weights& w, int threads) {
     add(v.scales, side);
     add(v.biases, side);
   });
-  const int nt = threads > 0 ? threads : int(std::thread::hardware_concurrency());
+  const int nt = threads > 0 ? threads : available_cpus();
   return populate(std::move(ranges), nt);
 }
 
