@@ -378,6 +378,7 @@ void WidenTile(DF df, const uint16_t* w, int64_t ld, int64_t r, int nr, int64_t 
 // column k (x^T is packed in the same order), and the bytes of a row run to prefetch.
 template <typename WT>
 struct DenseTiles {  // f32 rows used in place; bf16 widened once per tile
+  static constexpr bool kInOrder = true;  // packed column k is column k
   const WT* w;
   int64_t ld;
   int64_t step() const { return kKc; }
@@ -405,6 +406,7 @@ struct DenseTiles {  // f32 rows used in place; bf16 widened once per tile
 // column 8l + j, so nibble j of N words is one shift + mask + convert and one contiguous store.
 // Needs group % 8 == 0 and K a multiple of 8N (q4_gemm_supported).
 struct Affine4Tiles {
+  static constexpr bool kInOrder = false;
   const inkling::MatView* w;
   int64_t N;
   int64_t step() const { return kKc; }
@@ -491,6 +493,7 @@ struct Affine4Tiles {
 // natural column order: each value is e4m3 * 2^(e - 127) as dequant_row() gives it (exact products
 // of powers of two). Needs cols % 32 == 0 (the tile width 256 is a multiple of every block).
 struct Mxfp8Tiles {
+  static constexpr bool kInOrder = true;
   const inkling::MatView* w;
   int64_t step() const { return kKc; }
   int64_t col(int64_t k) const { return k; }
@@ -524,6 +527,7 @@ struct Mxfp8Tiles {
 // layout's empty slots included (their x is zero, so their values do not matter).
 template <int kBits>
 struct AffineWordTiles {
+  static constexpr bool kInOrder = false;
   using D8 = hn::CappedTag<float, 8>;
   const inkling::MatView* w;
   const AffineWordLayout* L;  // for Lanes(D8())
@@ -597,6 +601,28 @@ struct AffineWordTiles {
   }
 };
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// dst[j * ldd + i] = src[i * lds + j] for an 8 x 8 block (8 tokens' 8 columns -> 8 rows of x^T).
+HWY_INLINE void Transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(dst + j * ldd, _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
+    _mm256_storeu_ps(dst + (j + 4) * ldd, _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
+  }
+}
+#endif
+
 template <class Src>
 void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K, int64_t r0,
            int64_t r1, float* y, int64_t ldy) {
@@ -613,7 +639,14 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
   // (Tp is a multiple of the lane count only: with 4 lanes the last group may be narrower than 8.)
   for (int64_t t0 = 0; t0 < Tp; t0 += 8) {
     const int64_t tn = std::min<int64_t>(8, n_tok - t0), tw = std::min<int64_t>(8, Tp - t0);
-    for (int64_t k = 0; k < K; ++k) {
+    int64_t k = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    // Eight whole tokens of a source in column order: 8 x 8 blocks transposed in registers.
+    if constexpr (Src::kInOrder)
+      if (tn == 8 && tw == 8)
+        for (; k + 8 <= K; k += 8) Transpose8x8(x + t0 * ldx + k, ldx, xt + k * Tp + t0, Tp);
+#endif
+    for (; k < K; ++k) {
       float* dst = xt + k * Tp + t0;
       const int64_t c = src.col(k);  // -1: an empty slot of the source's packing
       for (int64_t i = 0; i < tw; ++i) dst[i] = i < tn && c >= 0 ? x[(t0 + i) * ldx + c] : 0.f;
