@@ -377,7 +377,7 @@ void WidenTile(DF df, const uint16_t* w, int64_t ld, int64_t r, int nr, int64_t 
 // [k0, k0 + kc) as f32 (its own storage or a buffer it fills), the original column of packed
 // column k (x^T is packed in the same order), and the bytes of a row run to prefetch.
 template <typename WT>
-struct DenseTiles {  // f32 rows used in place; bf16 widened once per tile
+struct DenseTiles {                       // f32 rows used in place; bf16 widened once per tile
   static constexpr bool kInOrder = true;  // packed column k is column k
   const WT* w;
   int64_t ld;
