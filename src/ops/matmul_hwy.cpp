@@ -343,21 +343,21 @@ HWY_INLINE void Micro(DF df, const float* HWY_RESTRICT wt, int64_t ldw, int64_t 
 
 template <int NR>
 HWY_INLINE void MicroRow(DF df, const float* wt, int64_t ldw, int64_t kc, const float* xt,
-                         int64_t Tp, float* ct, bool first) {
+                         int64_t Tp, int64_t ldt, float* ct, bool first) {
   const int64_t N = int64_t(hn::Lanes(df));
   int64_t tv = 0;
   for (; tv + 2 * N <= Tp; tv += 2 * N)
-    Micro<NR, 2>(df, wt, ldw, kc, xt + tv, Tp, ct + tv, Tp, first);
-  for (; tv < Tp; tv += N) Micro<NR, 1>(df, wt, ldw, kc, xt + tv, Tp, ct + tv, Tp, first);
+    Micro<NR, 2>(df, wt, ldw, kc, xt + tv, ldt, ct + tv, Tp, first);
+  for (; tv < Tp; tv += N) Micro<NR, 1>(df, wt, ldw, kc, xt + tv, ldt, ct + tv, Tp, first);
 }
 
 template <int NR>
 void MicroRows(DF df, int nr, const float* wt, int64_t ldw, int64_t kc, const float* xt, int64_t Tp,
-               float* ct, bool first) {
+               int64_t ldt, float* ct, bool first) {
   if constexpr (NR > 1) {
-    if (nr < NR) return MicroRows<NR - 1>(df, nr, wt, ldw, kc, xt, Tp, ct, first);
+    if (nr < NR) return MicroRows<NR - 1>(df, nr, wt, ldw, kc, xt, Tp, ldt, ct, first);
   }
-  MicroRow<NR>(df, wt, ldw, kc, xt, Tp, ct, first);
+  MicroRow<NR>(df, wt, ldw, kc, xt, Tp, ldt, ct, first);
 }
 
 // Widens rows [r, r + nr) x columns [k0, k0 + kc) of bf16 weights into wt (row stride kc).
@@ -629,13 +629,16 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
   const DF df;
   const int64_t N = int64_t(hn::Lanes(df));
   const int64_t Tp = (n_tok + N - 1) / N * N, nrows = r1 - r0;
+  // x^T rows a cache line more than Tp apart: rows a multiple of 4 KiB apart would share a few L1
+  // sets, so a strip of x^T the micro-kernel reads would not stay in L1 across weight rows.
+  const int64_t Ts = Tp + 16;
   thread_local AlignedScratch<float> xt_buf, ct_buf, wt_buf;  // rows of x^T / ct on cache lines
   const int64_t kstep = src.step();                           // packed columns per weight tile
-  float* const xt = xt_buf.get(size_t(K * Tp));
+  float* const xt = xt_buf.get(size_t(K * Ts));
   float* const ct = ct_buf.get(size_t(nrows * Tp));
   float* const wt = wt_buf.get(size_t(kNR * kstep));
-  // x^T: [K, Tp] in the source's column order, zero-padded tokens; 8 tokens at a time keeps the
-  // writes contiguous.
+  // x^T: [K, Tp] (rows Ts apart) in the source's column order, zero-padded tokens; 8 tokens at a
+  // time keeps the writes contiguous.
   // (Tp is a multiple of the lane count only: with 4 lanes the last group may be narrower than 8.)
   for (int64_t t0 = 0; t0 < Tp; t0 += 8) {
     const int64_t tn = std::min<int64_t>(8, n_tok - t0), tw = std::min<int64_t>(8, Tp - t0);
@@ -644,10 +647,10 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
     // Eight whole tokens of a source in column order: 8 x 8 blocks transposed in registers.
     if constexpr (Src::kInOrder)
       if (tn == 8 && tw == 8)
-        for (; k + 8 <= K; k += 8) Transpose8x8(x + t0 * ldx + k, ldx, xt + k * Tp + t0, Tp);
+        for (; k + 8 <= K; k += 8) Transpose8x8(x + t0 * ldx + k, ldx, xt + k * Ts + t0, Ts);
 #endif
     for (; k < K; ++k) {
-      float* dst = xt + k * Tp + t0;
+      float* dst = xt + k * Ts + t0;
       const int64_t c = src.col(k);  // -1: an empty slot of the source's packing
       for (int64_t i = 0; i < tw; ++i) dst[i] = i < tn && c >= 0 ? x[(t0 + i) * ldx + c] : 0.f;
     }
@@ -667,7 +670,7 @@ void GemmT(const float* x, int64_t n_tok, int64_t ldx, const Src& src, int64_t K
       }
       int64_t ldw = 0;
       const float* tile = src.tile(df, r0 + rr, nr, k0, kc, wt, &ldw);
-      MicroRows<kNR>(df, nr, tile, ldw, kc, xt + k0 * Tp, Tp, ct + rr * Tp, k0 == 0);
+      MicroRows<kNR>(df, nr, tile, ldw, kc, xt + k0 * Ts, Tp, Ts, ct + rr * Tp, k0 == 0);
       if (k0 + kc == K) {  // tile done: its nr results per token go out while still in L1
         const float* c = ct + rr * Tp;
         for (int64_t t = 0; t < n_tok; ++t) {
