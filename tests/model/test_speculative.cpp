@@ -261,13 +261,21 @@ void expect_same_rounds(const SpeculativeStats& a, const SpeculativeStats& b,
   EXPECT_EQ(a.accepted, b.accepted) << what;
 }
 
+// The random 3-depth fixture and (where present) the demo model, each with its prompt.
+std::vector<std::pair<std::string, std::vector<int32_t>>> models_with_prompts() {
+  std::vector<std::pair<std::string, std::vector<int32_t>>> out = {
+      {kMulti, json_ids(read_json(kMulti + "/ref.json"), "prompt_ids")}};
+  if (std::filesystem::exists(kDemo + "/model.safetensors"))
+    out.emplace_back(kDemo, json_ids(read_json(std::string(INKLING_SOURCE_DIR) +
+                                               "/tests/fixtures/demo/prompt.json"),
+                                     "prompt_ids"));
+  return out;
+}
+
 TEST(Speculative, PrefillFromOutsideAndSnapshotsMatchPlainGreedy) {
-  const std::string ref = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/";
-  const bool demo = std::filesystem::exists(kDemo + "/model.safetensors");
-  for (const std::string& dir : {kMulti, kDemo}) {
-    if (dir == kDemo && !demo) continue;
-    const auto prompt = dir == kMulti ? json_ids(read_json(kMulti + "/ref.json"), "prompt_ids")
-                                      : json_ids(read_json(ref + "prompt.json"), "prompt_ids");
+  for (const auto& model : models_with_prompts()) {
+    const std::string& dir = model.first;
+    const std::vector<int32_t>& prompt = model.second;  // (lambdas below capture it)
     ASSERT_GE(prompt.size(), 8u);
     for (int64_t chunk : {int64_t(256), int64_t(5)}) {
       auto e = Engine::load(dir, EngineOptions{2, chunk});
@@ -351,12 +359,9 @@ TEST(Speculative, PrefillFromOutsideAndSnapshotsMatchPlainGreedy) {
 // the session holds exactly those tokens, and the next turn (more prompt, from the same decoder
 // or from a pair of snapshots taken there) is plain greedy's, round for round a fresh start()'s.
 TEST(Speculative, EndTurnInsideARoundResumesTheNextTurn) {
-  const std::string ref = std::string(INKLING_SOURCE_DIR) + "/tests/fixtures/demo/";
-  const bool demo = std::filesystem::exists(kDemo + "/model.safetensors");
-  for (const std::string& dir : {kMulti, kDemo}) {
-    if (dir == kDemo && !demo) continue;
-    const auto prompt = dir == kMulti ? json_ids(read_json(kMulti + "/ref.json"), "prompt_ids")
-                                      : json_ids(read_json(ref + "prompt.json"), "prompt_ids");
+  for (const auto& model : models_with_prompts()) {
+    const std::string& dir = model.first;
+    const std::vector<int32_t>& prompt = model.second;  // (lambdas below capture it)
     const std::vector<int32_t> extra(prompt.begin(), prompt.begin() + 5);  // the next turn's text
     for (int64_t chunk : {int64_t(256), int64_t(5)}) {
       auto e = Engine::load(dir, EngineOptions{2, chunk});
