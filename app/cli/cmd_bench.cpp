@@ -400,6 +400,7 @@ int run_bench(const BenchArgs& args) {
                         {"simd_target", simd_target_name()},
                         {"kv_type", info.kv_type},
                         {"numerics", info.numerics},
+                        {"resident_bytes", info.resident_bytes},
                         {"q4_decode_kernel", q4_decode_kernel(info)},
                         {"kernels", kernels_json(info)},
                         {"amx_gemm", amx_gemm_status()},

@@ -130,6 +130,11 @@ Runner add_inspect(CLI::App& app) {
           "order; INKLING_NO_Q4_TILES=1 skips it)",
           double(info.tile_bytes) / mib);
     std::printf("\n");
+    if (info.resident_bytes > 0)
+      std::printf(
+          "        (%.2f MiB of the mapped pages made resident at load, page tables and all; "
+          "INKLING_NO_POPULATE=1 skips it)\n",
+          double(info.resident_bytes) / mib);
     std::printf(
         "        + per session: %.2f MiB scratch, KV (%s) %.1f KiB per token of context + %.2f "
         "MiB of sliding rings\n",

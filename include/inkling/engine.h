@@ -92,6 +92,8 @@ struct ModelInfo {
   uint64_t copied_bytes = 0;        // small tensors converted to f32 at load (norms, convs)
   uint64_t tile_bytes = 0;          // fast numerics: 4-bit affine / NVFP4 weights regrouped at
                                     // load into the int8 gemm's tiles (a copy; 0 where none)
+  uint64_t resident_bytes = 0;      // mapped bytes whose page tables were made at load (whole
+                                    // pages; 0: skipped, e.g. INKLING_NO_POPULATE=1)
   uint64_t session_bytes = 0;       // scratch of one session at the default chunk size
   std::string kv_type;              // "f32" or "bf16"
   std::string numerics;             // "fast" or "exact" (EngineOptions::numerics)

@@ -319,6 +319,7 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& model_dir,
   if (e->impl_->opts.prefill_chunk < 1) e->impl_->opts.prefill_chunk = 1;
   e->impl_->info = describe(*model, model_dir);
   e->impl_->info.tile_bytes = model->weights.tile_bytes;
+  e->impl_->info.resident_bytes = model->weights.resident_bytes;
   ModelInfo& info = e->impl_->info;
   const uint64_t elem = opts.kv_type == KvCacheType::kBF16 ? 2 : 4;
   info.kv_type = kv_cache_type_name(opts.kv_type);

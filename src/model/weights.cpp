@@ -149,7 +149,7 @@ Status finish_binding(const Binder& b, Weights* w) {
 
 void bind_numerics(Weights& w, Numerics n) {
   prepare_weight_tiles(w, n);
-  populate_weight_pages(w);
+  w.resident_bytes = populate_weight_pages(w);
   // bind_weights bound every view once already, so every rebind succeeds (the choice of a set
   // depends on the format, its parameters and the columns, as at that first bind). In fast
   // numerics the routed experts take the coarse grade, every other matrix the fine one

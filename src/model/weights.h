@@ -65,6 +65,9 @@ struct Weights {
   // allocation the views' `tiles` point into; null in exact numerics.
   std::shared_ptr<uint8_t> tile_arena;
   uint64_t tile_bytes = 0;
+  // Mapped checkpoint bytes whose page tables bind_numerics() made at load
+  // (model/weight_residency.h; 0: skipped).
+  uint64_t resident_bytes = 0;
 
   // The MoE branch of physical layer `l` in either family (Inkling: null for a dense layer or a
   // layer out of range; Inkling 2: every layer, each visit of a looped layer shares it).

@@ -44,6 +44,7 @@ TEST(WeightResidency, EveryReadMatrixButTheEmbedding) {
       const uint64_t want = read_bytes(w, &embed);
       const uint64_t got = populate_weight_pages(w, 2);
       if (got == 0) GTEST_SKIP() << "the kernel has no MADV_POPULATE_READ";
+      EXPECT_EQ(w.resident_bytes, got) << "what bind_numerics made resident";
       // Whole pages around the matrices read, within the files, without the embedding's bulk.
       std::printf(
           "[residency] %s %s: %llu bytes populated, %llu read by the kernels, %llu embedding, "
