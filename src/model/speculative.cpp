@@ -236,7 +236,7 @@ std::string snapshot_difference(const SpeculativeSnapshot& a, const SpeculativeS
     const LayerCache& q = y.cache;
     const auto same = [](const auto& u, size_t b, size_t e, const auto& v) {
       return e <= u.size() && e <= v.size() &&
-             std::memcmp(u.data() + b, v.data() + b, (e - b) * sizeof(u[0])) == 0;
+             (e == b || std::memcmp(u.data() + b, v.data() + b, (e - b) * sizeof(u[0])) == 0);
     };
     if (!same(p.conv_k, 0, p.conv_k.size(), q.conv_k) || p.conv_k.size() != q.conv_k.size() ||
         !same(p.conv_v, 0, p.conv_v.size(), q.conv_v) || p.conv_v.size() != q.conv_v.size() ||
