@@ -238,12 +238,11 @@ std::string snapshot_difference(const SpeculativeSnapshot& a, const SpeculativeS
       return e <= u.size() && e <= v.size() &&
              (e == b || std::memcmp(u.data() + b, v.data() + b, (e - b) * sizeof(u[0])) == 0);
     };
-    if (!same(p.conv_k, 0, p.conv_k.size(), q.conv_k) || p.conv_k.size() != q.conv_k.size() ||
-        !same(p.conv_v, 0, p.conv_v.size(), q.conv_v) || p.conv_v.size() != q.conv_v.size() ||
-        !same(p.conv_attn, 0, p.conv_attn.size(), q.conv_attn) ||
-        p.conv_attn.size() != q.conv_attn.size() ||
-        !same(p.conv_mlp, 0, p.conv_mlp.size(), q.conv_mlp) ||
-        p.conv_mlp.size() != q.conv_mlp.size())
+    const auto equal = [&](const std::vector<float>& u, const std::vector<float>& v) {
+      return u.size() == v.size() && same(u, 0, u.size(), v);
+    };
+    if (!equal(p.conv_k, q.conv_k) || !equal(p.conv_v, q.conv_v) ||
+        !equal(p.conv_attn, q.conv_attn) || !equal(p.conv_mlp, q.conv_mlp))
       return d + "conv states";
     if (p.row != q.row || p.type != q.type || p.ring != q.ring) return d + "cache geometry";
     // The positions a later row may read: all of them, or a ring's latest (less the K + 1 a

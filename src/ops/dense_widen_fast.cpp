@@ -248,43 +248,17 @@ INK_WIDEN_FN void park_tile(const Prepared& p, int64_t t0, const Row* wr, int64_
     for (int t = 0; t < NT; ++t) _mm512_store_ps(pk + (i * kFewMaxTokens + t) * 16, a[i][t]);
 }
 
-template <class Row, int R>
+// Tokens per group against R rows: up to kGroupTokens against quads, 8 against pairs and ones.
+template <int R>
+constexpr int kGroupOf = R == 4 ? kGroupTokens : 8;
+
+// park_tile for nt tokens, 1 <= nt <= NT.
+template <class Row, int R, int NT = kGroupOf<R>>
 void park_group(const Prepared& p, int64_t t0, int nt, const Row* wr, int64_t j0, int64_t j1,
                 int64_t full, __mmask32 tail, float* pk) {
-  if constexpr (R == 4) {
-    switch (nt) {
-      case 6:
-        return park_tile<Row, 4, 6>(p, t0, wr, j0, j1, full, tail, pk);
-      case 5:
-        return park_tile<Row, 4, 5>(p, t0, wr, j0, j1, full, tail, pk);
-      case 4:
-        return park_tile<Row, 4, 4>(p, t0, wr, j0, j1, full, tail, pk);
-      case 3:
-        return park_tile<Row, 4, 3>(p, t0, wr, j0, j1, full, tail, pk);
-      case 2:
-        return park_tile<Row, 4, 2>(p, t0, wr, j0, j1, full, tail, pk);
-      default:
-        return park_tile<Row, 4, 1>(p, t0, wr, j0, j1, full, tail, pk);
-    }
-  }
-  switch (nt) {
-    case 8:
-      return park_tile<Row, R, 8>(p, t0, wr, j0, j1, full, tail, pk);
-    case 7:
-      return park_tile<Row, R, 7>(p, t0, wr, j0, j1, full, tail, pk);
-    case 6:
-      return park_tile<Row, R, 6>(p, t0, wr, j0, j1, full, tail, pk);
-    case 5:
-      return park_tile<Row, R, 5>(p, t0, wr, j0, j1, full, tail, pk);
-    case 4:
-      return park_tile<Row, R, 4>(p, t0, wr, j0, j1, full, tail, pk);
-    case 3:
-      return park_tile<Row, R, 3>(p, t0, wr, j0, j1, full, tail, pk);
-    case 2:
-      return park_tile<Row, R, 2>(p, t0, wr, j0, j1, full, tail, pk);
-    default:
-      return park_tile<Row, R, 1>(p, t0, wr, j0, j1, full, tail, pk);
-  }
+  if constexpr (NT > 1)
+    if (nt < NT) return park_group<Row, R, NT - 1>(p, t0, nt, wr, j0, j1, full, tail, pk);
+  park_tile<Row, R, NT>(p, t0, wr, j0, j1, full, tail, pk);
 }
 
 template <class Row>
@@ -301,16 +275,16 @@ INK_WIDEN_FN void blocked(const Prepared& p, int64_t n_tok, const MatView& w, in
       for (; r + 4 <= re; r += 4) {
         const Row wr[4] = {Row(w, r), Row(w, r + 1), Row(w, r + 2), Row(w, r + 3)};
         float* pk = &park.v[r - rb][0][0];
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kGroupTokens) {
-          const int nt = int(std::min<int64_t>(kGroupTokens, n_tok - t0));
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kGroupOf<4>) {
+          const int nt = int(std::min<int64_t>(kGroupOf<4>, n_tok - t0));
           park_group<Row, 4>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
         }
       }
       for (; r < re; r += 2) {
         const Row wr[2] = {Row(w, r), Row(w, std::min(r + 1, re - 1))};
         float* pk = &park.v[r - rb][0][0];
-        for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
-          const int nt = int(std::min<int64_t>(8, n_tok - t0));
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kGroupOf<2>) {
+          const int nt = int(std::min<int64_t>(kGroupOf<2>, n_tok - t0));
           if (r + 1 < re)
             park_group<Row, 2>(p, t0, nt, wr, j0, j1, full, tail, pk + t0 * 16);
           else
