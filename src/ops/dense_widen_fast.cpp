@@ -147,7 +147,9 @@ struct Mxfp8Row {
 };
 
 // Chunks [j0, j1) of R rows (wr) into the chains a[row][token], in column order. pf > 0: the
-// rows pf rows further on prefetched as these are read (one token: a stream per thread).
+// rows pf rows further on prefetched as these are read (one token: a stream per thread), into L2
+// (T1): those lines are used a whole tile later (pf rows x 8 KB for 4096 columns), and pulling them
+// into L1 evicted the lines in use (T0 read 26.6, T1 28.6 GB/s on two threads, 4096 columns).
 template <class Row, int R, int NT>
 INK_WIDEN_FN __attribute__((always_inline)) inline void chunks(const Row* wr,
                                                                const float* const* xt, int64_t j0,
@@ -159,7 +161,7 @@ INK_WIDEN_FN __attribute__((always_inline)) inline void chunks(const Row* wr,
     const __mmask32 m = j < full ? ~__mmask32(0) : tail;
     if (pf > 0)
 #pragma GCC unroll 4
-      for (int i = 0; i < R; ++i) _mm_prefetch(wr[i].at(j) + pf * wr[i].stride, _MM_HINT_T0);
+      for (int i = 0; i < R; ++i) _mm_prefetch(wr[i].at(j) + pf * wr[i].stride, _MM_HINT_T1);
     __m512 we[R], wo[R];
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
