@@ -36,6 +36,7 @@ namespace {
 
 KernelSwitch g_switch{"INKLING_NO_Q4INT8_GEMM"};
 KernelSwitch g_tiles{"INKLING_NO_Q4_TILES"};
+KernelSwitch g_vbmi{"INKLING_NO_Q4_VBMI"};  // NVFP4's nibbles by VPERMB (the same bits)
 
 }  // namespace
 
@@ -57,8 +58,9 @@ struct Scratch {
   AlignedScratch<uint8_t> tile;  // per block of 32 columns: 4 vectors of one word per row
   AlignedScratch<float> fac;     // per factor group: the 16 rows' weight factors
   AlignedScratch<float> bias;    // affine, per group: the 16 rows' biases
-  // NVFP4, per token, part and group of 16 columns: 12 x the sum of the part's values there
-  // (the codes enter VPDPBUSD as |e2m1| x 2 + 12, unsigned; this takes the 12 back out).
+  // NVFP4, per token, part and group of 16 columns: -12 x the sum of the part's values there
+  // (the codes enter VPDPBUSD as |e2m1| x 2 + 12, unsigned; this takes the 12 back out), the
+  // chains' start, broadcast from memory.
   AlignedScratch<int32_t> off;
 };
 
@@ -71,6 +73,8 @@ struct TileRef {
   const uint8_t* fac = nullptr;
   const uint8_t* bias = nullptr;
   float scale2 = 1.f;
+  bool fold = false;  // NVFP4: the factors in one product (nvfp4_avx512::folds)
+  float k128 = 0.f;   // 128 x scale2, that product's factor
 };
 
 // The 16 lanes of factor group k (elements of kSc) as f32.
@@ -78,6 +82,7 @@ template <DType kSc>
 INK_GEMM512 inline __m512 load_lanes(const TileRef& tr, int64_t k) {
   const uint8_t* base = tr.fac;
   if constexpr (kSc == DType::F8_E4M3) {
+    if (tr.fold) return nvfp4_avx512::folded_factors16(base + k * kRows, _mm512_set1_ps(tr.k128));
     return nvfp4_avx512::half_factors16(base + k * kRows, __mmask16(0xffff),
                                         _mm512_set1_ps(tr.scale2));
   } else if constexpr (kSc == DType::F32) {
@@ -97,13 +102,24 @@ INK_GEMM512 inline __m512i bcast4(const int8_t* p) {
 
 // |e2m1| x 2 with its sign, plus 12, per code: 0..24, the unsigned operand of VPDPBUSD against x's
 // signed parts (as the affine codes are).
-INK_GEMM512 inline __m512i nv_values(__m512i codes) {
-  const __m512i lut = _mm512_broadcast_i32x4(
+INK_GEMM512 inline __m512i nv_lut() {
+  return _mm512_broadcast_i32x4(
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
-  return _mm512_shuffle_epi8(lut, codes);
+}
+INK_GEMM512 inline __m512i nv_values(__m512i codes) {
+  return _mm512_shuffle_epi8(nv_lut(), codes);
 }
 
-// NVFP4: 12 x each part's sum over every group of 16 columns, per token, into s.off
+// VPERMB (AVX512-VBMI): byte i of the result is table[idx[i] % 64]. Written as asm because this
+// file's target attributes leave VBMI out (the compiler must not emit it for CPUs without it);
+// only the kVbmi instantiations, chosen at run time, reach it.
+INK_GEMM512 inline __m512i permb(__m512i idx, __m512i table) {
+  __m512i r;
+  asm("vpermb %2, %1, %0" : "=v"(r) : "v"(idx), "v"(table));
+  return r;
+}
+
+// NVFP4: -12 x each part's sum over every group of 16 columns, per token, into s.off
 // ([token][part][group]). Group k is block k / 2's words 2 (k % 2) and + 1: eight A values and
 // the eight B values 32 further on in the span order.
 void nv_offsets(const Q4Int8Prepared& p, int64_t n_tok, int64_t cols, int parts, Scratch& s) {
@@ -117,7 +133,7 @@ void nv_offsets(const Q4Int8Prepared& p, int64_t n_tok, int64_t cols, int parts,
         const int64_t b = k / 2, at = 64 * (b / 2) + 16 * (b % 2) + 8 * (k % 2);
         int32_t sum = 0;
         for (int i = 0; i < 8; ++i) sum += x[at + i] + x[at + 32 + i];
-        out[k] = 12 * sum;
+        out[k] = -12 * sum;
       }
     }
 }
@@ -150,7 +166,9 @@ INK_GEMM512 TileRef pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) 
 }
 
 // One tile's rows for tokens t0 .. t0 + NT - 1 (rows masked by rmask at the store).
-template <bool kNv, int kGroup, int kParts, int NT, DType kSc>
+// kVbmi (NVFP4 only): each nibble's value by one VPERMB from the 16-entry table repeated over 64
+// bytes (bits 4-5 of the index then do not matter), instead of a mask and a VPSHUFB.
+template <bool kNv, int kGroup, int kParts, int NT, DType kSc, bool kVbmi = false>
 INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const int32_t* off,
                              int64_t cols, int64_t t0, int64_t rb, __mmask16 rmask, float* y,
                              int64_t ldy, int64_t pf) {
@@ -167,6 +185,7 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const i
     oa[t] = kNv ? off + (t0 + t) * kParts * ng16 : nullptr;
   }
   const __m512i m4 = _mm512_set1_epi8(0x0f);
+  [[maybe_unused]] const __m512i lut = nv_lut();
   __m512 acc[NT];
   _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -176,8 +195,12 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const i
     __m512i A[4], B[4];
     _Pragma("GCC unroll 8") for (int j = 0; j < 4; ++j) {
       const __m512i v = _mm512_load_si512(tile + (4 * b + j) * 64);
-      A[j] = _mm512_and_si512(v, m4), B[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      if constexpr (kNv) A[j] = nv_values(A[j]), B[j] = nv_values(B[j]);
+      if constexpr (kNv && kVbmi) {
+        A[j] = permb(v, lut), B[j] = permb(_mm512_srli_epi16(v, 4), lut);
+      } else {
+        A[j] = _mm512_and_si512(v, m4), B[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (kNv) A[j] = nv_values(A[j]), B[j] = nv_values(B[j]);
+      }
     }
     const int64_t at = 64 * (b / 2) + 16 * (b % 2);  // the block's first A part; B's are +32
     if constexpr (!kNv) {
@@ -215,17 +238,17 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const i
         const __m512 wf = load_lanes<kSc>(tr, k);
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {
           // sum((v + 12) x) - 12 sum(x): the exact integer sum(v x).
-          auto sums = [&](const int8_t* x, int32_t o) INK_GEMM512_LAMBDA {
-            __m512i sum = _mm512_set1_epi32(-o);
+          auto sums = [&](const int8_t* x, const int32_t* o) INK_GEMM512_LAMBDA {
+            __m512i sum = _mm512_set1_epi32(*o);
             _Pragma("GCC unroll 8") for (int j = 2 * q; j < 2 * q + 2; ++j) {
               sum = _mm512_dpbusd_epi32(sum, A[j], bcast4(x + at + 4 * j));
               sum = _mm512_dpbusd_epi32(sum, B[j], bcast4(x + at + 32 + 4 * j));
             }
             return sum;
           };
-          __m512i I = sums(a[t], oa[t][k]);
+          __m512i I = sums(a[t], oa[t] + k);
           if constexpr (kParts == 2)
-            I = _mm512_add_epi32(_mm512_slli_epi32(I, 8), sums(c[t], oa[t][ng16 + k]));
+            I = _mm512_add_epi32(_mm512_slli_epi32(I, 8), sums(c[t], oa[t] + ng16 + k));
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I),
                                    _mm512_mul_ps(wf, _mm512_set1_ps(d[t][b])), acc[t]);
         }
@@ -251,14 +274,14 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const i
 }
 
 // Every token of x against one tile: 8 tokens per pass over its registers, then 4, 3 or 2, 1.
-template <bool kNv, int kGroup, int kParts, DType kSc>
+template <bool kNv, int kGroup, int kParts, DType kSc, bool kVbmi>
 void tile_all_tokens(const TileRef& tr, const Q4Int8Prepared& p, const int32_t* off, int64_t cols,
                      int64_t n_tok, int64_t rb, __mmask16 rmask, float* y, int64_t ldy,
                      int64_t pf = 0) {
   int64_t t0 = 0;
   auto pass = [&](auto nt) {  // the first pass reads the tile from memory
-    tile_tokens<kNv, kGroup, kParts, nt(), kSc>(tr, p, off, cols, t0, rb, rmask, y, ldy,
-                                                t0 == 0 ? pf : 0);
+    tile_tokens<kNv, kGroup, kParts, nt(), kSc, kVbmi>(tr, p, off, cols, t0, rb, rmask, y, ldy,
+                                                       t0 == 0 ? pf : 0);
     t0 += nt();
   };
   while (t0 + kTokBlock <= n_tok) pass(std::integral_constant<int, kTokBlock>{});
@@ -268,15 +291,15 @@ void tile_all_tokens(const TileRef& tr, const Q4Int8Prepared& p, const int32_t* 
   if (n_tok - t0 >= 1) pass(std::integral_constant<int, 1>{});
 }
 
-template <bool kNv, int kGroup, int kParts>
+template <bool kNv, int kGroup, int kParts, bool kVbmi>
 void gemm(Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
           int64_t ldy) {
   for (int64_t rb = r0; rb < r1; rb += kRows) {
     const int nr = int(std::min<int64_t>(kRows, r1 - rb));
     const __mmask16 rmask = __mmask16((1u << nr) - 1);
     const TileRef tr = pack_tile<kNv>(w, rb, nr, s);
-    tile_all_tokens<kNv, kGroup, kParts, DType::F32>(tr, s.p, s.off.data(), w.cols, n_tok, rb,
-                                                     rmask, y, ldy);
+    tile_all_tokens<kNv, kGroup, kParts, DType::F32, kVbmi>(tr, s.p, s.off.data(), w.cols, n_tok,
+                                                            rb, rmask, y, ldy);
   }
 }
 
@@ -289,7 +312,7 @@ int64_t tile_prefetch() {
 }
 
 // The same over load-time tiles: tile rb / 16 of the view, rows outside [r0, r1) masked.
-template <bool kNv, int kGroup, int kParts, DType kSc>
+template <bool kNv, int kGroup, int kParts, DType kSc, bool kVbmi>
 void gemm_tiles(const Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, int64_t r1, float* y,
                 int64_t ldy) {
   const int64_t fac_bytes = w.cols / kGroup * kRows * int64_t(dtype_size(kSc));
@@ -298,14 +321,31 @@ void gemm_tiles(const Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, i
     const int lo = int(std::max(r0, rb) - rb), hi = int(std::min(r1, rb + kRows) - rb);
     const __mmask16 rmask = __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1));
     const uint8_t* t = w.tiles + (rb / kRows) * w.tile_stride;
-    const TileRef tr{t, t + code_bytes, kNv ? nullptr : t + code_bytes + fac_bytes, w.scale2};
-    tile_all_tokens<kNv, kGroup, kParts, kSc>(tr, s.p, s.off.data(), w.cols, n_tok, rb, rmask, y,
-                                              ldy, tile_prefetch());
+    const TileRef tr{t,
+                     t + code_bytes,
+                     kNv ? nullptr : t + code_bytes + fac_bytes,
+                     w.scale2,
+                     kNv && nvfp4_avx512::folds(w.scale2),
+                     128.f * w.scale2};
+    tile_all_tokens<kNv, kGroup, kParts, kSc, kVbmi>(tr, s.p, s.off.data(), w.cols, n_tok, rb,
+                                                     rmask, y, ldy, tile_prefetch());
   }
 }
 
 bool cpu_has_gemm() {
   return q4_int8_wide_cpu() && q4_int8_cpu_f16c();
+}
+
+bool vbmi_cpu() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi");
+  }();
+  return has;
+}
+
+bool cpu_has_vbmi() {
+  return g_vbmi.enabled(vbmi_cpu());
 }
 
 }  // namespace
@@ -372,6 +412,14 @@ void set_q4_int8_gemm_enabled(bool on) {
   g_switch.set(on, q4_int8_gemm_available());
 }
 
+void set_q4_int8_vbmi_enabled(bool on) {
+#if INKLING_HAVE_Q4GEMM
+  g_vbmi.set(on, vbmi_cpu());
+#else
+  (void)on;
+#endif
+}
+
 bool q4_int8_tiles_enabled() {
   return g_tiles.enabled(q4_int8_gemm_enabled());
 }
@@ -387,21 +435,29 @@ void q4_int8_gemm_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const M
   q4_int8_prepare(x, n_tok, ldx, w, parts, false, s.p);
   if (w.format == WeightFormat::kNvfp4) nv_offsets(s.p, n_tok, w.cols, parts, s);
   q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
+    if constexpr (nv()) {
+      if (cpu_has_vbmi()) {
+        if (w.tiles)
+          return gemm_tiles<true, group(), np(), DType::F8_E4M3, true>(s, n_tok, w, r0, r1, y, ldy);
+        return gemm<true, group(), np(), true>(s, n_tok, w, r0, r1, y, ldy);
+      }
+    }
     if (w.tiles) {
       if constexpr (nv()) {
-        return gemm_tiles<true, group(), np(), DType::F8_E4M3>(s, n_tok, w, r0, r1, y, ldy);
+        return gemm_tiles<true, group(), np(), DType::F8_E4M3, false>(s, n_tok, w, r0, r1, y, ldy);
       } else {
         switch (w.scale_dtype) {
           case DType::BF16:
-            return gemm_tiles<false, group(), np(), DType::BF16>(s, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::BF16, false>(s, n_tok, w, r0, r1, y,
+                                                                        ldy);
           case DType::F16:
-            return gemm_tiles<false, group(), np(), DType::F16>(s, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::F16, false>(s, n_tok, w, r0, r1, y, ldy);
           default:
-            return gemm_tiles<false, group(), np(), DType::F32>(s, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::F32, false>(s, n_tok, w, r0, r1, y, ldy);
         }
       }
     }
-    gemm<nv(), group(), np()>(s, n_tok, w, r0, r1, y, ldy);
+    gemm<nv(), group(), np(), false>(s, n_tok, w, r0, r1, y, ldy);
   });
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;

@@ -64,6 +64,11 @@ int64_t q4_int8_tile_stride(const MatView& w);
 // take the VNNI lane-set kernels, x split per lane set, and nothing is copied at load).
 bool q4_int8_tiles_enabled();
 void set_q4_int8_tiles_enabled(bool on);
+
+// NVFP4 codes to values by VPERMB where the CPU has AVX512-VBMI, else by a mask and VPSHUFB; the
+// same bits either way. set_q4_int8_vbmi_enabled(false) or INKLING_NO_Q4_VBMI=1: the VPSHUFB form
+// (tests and A/B benchmarks).
+void set_q4_int8_vbmi_enabled(bool on);
 // Bytes of the tiles of all w.rows rows.
 int64_t q4_int8_tiles_bytes(const MatView& w);
 // Writes them to out (q4_int8_tiles_bytes(w) bytes; 64-byte aligned for the kernel). Any host.

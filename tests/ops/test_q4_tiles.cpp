@@ -122,6 +122,33 @@ TEST(Q4Tiles, KernelOverTilesIsBitwiseItsTwin) {
       }
 }
 
+// NVFP4's factors in one product where scale2 allows it (nvfp4_avx512::folds) and in three where
+// it does not, and its nibbles by VPERMB and by VPSHUFB: every form bitwise the twin, with NaN
+// (0x7f, 0xff), subnormal and zero block scales, negative and extreme scale2.
+TEST(Q4Tiles, NvfpFactorFormsAndNibbleFormsAreBitwiseTheTwin) {
+  if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
+  std::mt19937 rng(33);
+  const int64_t cols = 192;
+  QMat q = testing::make_nvfp4(37, cols, 1, rng);
+  const uint8_t special[] = {0x7f, 0xff, 0x00, 0x80, 0x01, 0x07, 0x08, 0x7e, 0xfe, 0x81};
+  for (size_t i = 0; i < q.scales.size(); i += 7) q.scales[i] = special[(i / 7) % 10];
+  auto x = testing::randn_from(size_t(4 * cols), rng);
+  x[3] = -300.f;
+  for (bool vbmi : {true, false}) {
+    set_q4_int8_vbmi_enabled(vbmi);
+    for (float s2 : {0.0123f, -0.75f, 0x1p-100f, 0x1p100f, 0x1p-101f, 0x1.8p100f, 1e-38f, 3e37f}) {
+      q.view.scale2 = s2;
+      Tiled t = tile(q.view);
+      for (int parts : {1, 2})
+        for (int64_t n_tok : {1, 3, 4})
+          testing::expect_gemm_twin(
+              t.view, n_tok, 0, 37, parts, x, cols,
+              std::string("scale2 ") + std::to_string(s2) + (vbmi ? " vpermb" : ""));
+    }
+  }
+  set_q4_int8_vbmi_enabled(true);
+}
+
 // A token's row is the same alone, beside 1..15 others, or in a 17+ token prefill call.
 TEST(Q4Tiles, TokenBitsDoNotDependOnTheTokensBeside) {
   if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
