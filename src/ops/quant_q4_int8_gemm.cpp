@@ -36,7 +36,7 @@ namespace {
 
 KernelSwitch g_switch{"INKLING_NO_Q4INT8_GEMM"};
 KernelSwitch g_tiles{"INKLING_NO_Q4_TILES"};
-KernelSwitch g_vbmi{"INKLING_NO_Q4_VBMI"};  // NVFP4's nibbles by VPERMB (the same bits)
+KernelSwitch g_vbmi{"INKLING_NO_Q4_VBMI"};  // nibbles by VPERMB / GFNI (the same bits)
 
 }  // namespace
 
@@ -119,6 +119,15 @@ INK_GEMM512 inline __m512i permb(__m512i idx, __m512i table) {
   return r;
 }
 
+// Each byte's high nibble in its low four bits (GFNI's affine transform with the matrix of a
+// right shift by 4): one instruction for a shift and a mask. asm for the same reason.
+INK_GEMM512 inline __m512i high_nibbles(__m512i v) {
+  const __m512i shift4 = _mm512_set1_epi64(0x1020408000000000LL);
+  __m512i r;
+  asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(v), "v"(shift4));
+  return r;
+}
+
 // NVFP4: -12 x each part's sum over every group of 16 columns, per token, into s.off
 // ([token][part][group]). Group k is block k / 2's words 2 (k % 2) and + 1: eight A values and
 // the eight B values 32 further on in the span order.
@@ -166,8 +175,9 @@ INK_GEMM512 TileRef pack_tile(const MatView& w, int64_t rb, int nr, Scratch& s) 
 }
 
 // One tile's rows for tokens t0 .. t0 + NT - 1 (rows masked by rmask at the store).
-// kVbmi (NVFP4 only): each nibble's value by one VPERMB from the 16-entry table repeated over 64
-// bytes (bits 4-5 of the index then do not matter), instead of a mask and a VPSHUFB.
+// kVbmi (AVX512-VBMI and GFNI): NVFP4's nibble values by one VPERMB each from the 16-entry table
+// repeated over 64 bytes (bits 4-5 of the index then do not matter) instead of a mask and a
+// VPSHUFB; affine codes' high nibbles by one GFNI transform instead of a shift and a mask.
 template <bool kNv, int kGroup, int kParts, int NT, DType kSc, bool kVbmi = false>
 INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const int32_t* off,
                              int64_t cols, int64_t t0, int64_t rb, __mmask16 rmask, float* y,
@@ -197,6 +207,8 @@ INK_GEMM512 void tile_tokens(const TileRef& tr, const Q4Int8Prepared& p, const i
       const __m512i v = _mm512_load_si512(tile + (4 * b + j) * 64);
       if constexpr (kNv && kVbmi) {
         A[j] = permb(v, lut), B[j] = permb(_mm512_srli_epi16(v, 4), lut);
+      } else if constexpr (kVbmi) {
+        A[j] = _mm512_and_si512(v, m4), B[j] = high_nibbles(v);
       } else {
         A[j] = _mm512_and_si512(v, m4), B[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         if constexpr (kNv) A[j] = nv_values(A[j]), B[j] = nv_values(B[j]);
@@ -339,7 +351,7 @@ bool cpu_has_gemm() {
 bool vbmi_cpu() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi");
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
   }();
   return has;
 }
@@ -434,30 +446,30 @@ void q4_int8_gemm_parts_rows(const float* x, int64_t n_tok, int64_t ldx, const M
   thread_local Scratch s;
   q4_int8_prepare(x, n_tok, ldx, w, parts, false, s.p);
   if (w.format == WeightFormat::kNvfp4) nv_offsets(s.p, n_tok, w.cols, parts, s);
-  q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
-    if constexpr (nv()) {
-      if (cpu_has_vbmi()) {
-        if (w.tiles)
-          return gemm_tiles<true, group(), np(), DType::F8_E4M3, true>(s, n_tok, w, r0, r1, y, ldy);
-        return gemm<true, group(), np(), true>(s, n_tok, w, r0, r1, y, ldy);
-      }
-    }
+  auto run = [&](auto nv, auto group, auto np, auto vbmi) {
     if (w.tiles) {
       if constexpr (nv()) {
-        return gemm_tiles<true, group(), np(), DType::F8_E4M3, false>(s, n_tok, w, r0, r1, y, ldy);
+        return gemm_tiles<true, group(), np(), DType::F8_E4M3, vbmi()>(s, n_tok, w, r0, r1, y, ldy);
       } else {
         switch (w.scale_dtype) {
           case DType::BF16:
-            return gemm_tiles<false, group(), np(), DType::BF16, false>(s, n_tok, w, r0, r1, y,
-                                                                        ldy);
+            return gemm_tiles<false, group(), np(), DType::BF16, vbmi()>(s, n_tok, w, r0, r1, y,
+                                                                         ldy);
           case DType::F16:
-            return gemm_tiles<false, group(), np(), DType::F16, false>(s, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::F16, vbmi()>(s, n_tok, w, r0, r1, y,
+                                                                        ldy);
           default:
-            return gemm_tiles<false, group(), np(), DType::F32, false>(s, n_tok, w, r0, r1, y, ldy);
+            return gemm_tiles<false, group(), np(), DType::F32, vbmi()>(s, n_tok, w, r0, r1, y,
+                                                                        ldy);
         }
       }
     }
-    gemm<nv(), group(), np(), false>(s, n_tok, w, r0, r1, y, ldy);
+    gemm<nv(), group(), np(), vbmi()>(s, n_tok, w, r0, r1, y, ldy);
+  };
+  const bool vbmi = cpu_has_vbmi();
+  q4_int8_dispatch(w, parts, [&](auto nv, auto group, auto np) {
+    if (vbmi) return run(nv, group, np, std::true_type{});
+    run(nv, group, np, std::false_type{});
   });
 #else
   (void)x, (void)n_tok, (void)ldx, (void)w, (void)r0, (void)r1, (void)y, (void)ldy, (void)parts;

@@ -65,9 +65,9 @@ int64_t q4_int8_tile_stride(const MatView& w);
 bool q4_int8_tiles_enabled();
 void set_q4_int8_tiles_enabled(bool on);
 
-// NVFP4 codes to values by VPERMB where the CPU has AVX512-VBMI, else by a mask and VPSHUFB; the
-// same bits either way. set_q4_int8_vbmi_enabled(false) or INKLING_NO_Q4_VBMI=1: the VPSHUFB form
-// (tests and A/B benchmarks).
+// Nibbles by VPERMB (NVFP4 codes to values) and GFNI (affine high nibbles) where the CPU has
+// AVX512-VBMI and GFNI, else by shifts, masks and VPSHUFB; the same bits either way.
+// set_q4_int8_vbmi_enabled(false) or INKLING_NO_Q4_VBMI=1: the older form (tests, A/B benchmarks).
 void set_q4_int8_vbmi_enabled(bool on);
 // Bytes of the tiles of all w.rows rows.
 int64_t q4_int8_tiles_bytes(const MatView& w);

@@ -91,35 +91,40 @@ TEST(Q4Tiles, LayoutIsTheGemmRegrouping) {
 TEST(Q4Tiles, KernelOverTilesIsBitwiseItsTwin) {
   if (!q4_int8_gemm_available()) GTEST_SKIP() << "no AVX512-VNNI + F16C";
   std::mt19937 rng(32);
-  for (int parts : {1, 2})
-    for (int64_t cols : {64, 192, 448})
-      for (int group : {16, 32, 64, 128}) {  // 16: NVFP4
-        if (cols % group) continue;
-        for (DType sdt : {DType::BF16, DType::F16, DType::F32}) {
-          if (group == 16 && sdt != DType::BF16) continue;
-          QMat q = group == 16 ? testing::make_nvfp4(37, cols, 2, rng)
-                               : testing::make_affine(37, cols, 4, group, sdt, 2, rng);
-          if (group == 16) sdt = DType::F8_E4M3;
-          Tiled t = tile(q.view);
-          for (int64_t n_tok : {1, 2, 3, 8, 15, 16, 17, 30}) {
-            const int64_t ldx = cols + 3;
-            auto x = testing::randn_from(size_t(n_tok * ldx), rng);
-            x[1] = 250.f;                                                             // outlier
-            for (int64_t i = 0; i < 32; ++i) x[size_t((n_tok - 1) * ldx + i)] = 0.f;  // zero block
-            const std::string what = std::string(dtype_name(sdt)) + " g" + std::to_string(group) +
-                                     " cols " + std::to_string(cols) + " parts " +
-                                     std::to_string(parts) + " tokens " + std::to_string(n_tok);
-            testing::expect_gemm_twin(t.view, n_tok, 0, 37, parts, x, ldx, what);
-            testing::expect_gemm_twin(t.view, n_tok, 5, 22, parts, x, ldx, what + " rows 5-22");
-            testing::expect_gemm_twin(t.view, n_tok, 33, 37, parts, x, ldx, what + " rows 33-37");
-            const MatView kept = t.view.slice_rows(16, 21), dropped = t.view.slice_rows(3, 30);
-            ASSERT_EQ(kept.tiles, t.view.tiles + t.view.tile_stride);
-            ASSERT_EQ(dropped.tiles, nullptr);
-            testing::expect_gemm_twin(kept, n_tok, 0, 21, parts, x, ldx, what + " slice 16+21");
-            testing::expect_gemm_twin(dropped, n_tok, 2, 30, parts, x, ldx, what + " slice 3+30");
+  for (bool vbmi : {true, false}) {  // nibbles by VPERMB / GFNI where the CPU has them, and not
+    set_q4_int8_vbmi_enabled(vbmi);
+    for (int parts : {1, 2})
+      for (int64_t cols : {64, 192, 448})
+        for (int group : {16, 32, 64, 128}) {  // 16: NVFP4
+          if (cols % group) continue;
+          for (DType sdt : {DType::BF16, DType::F16, DType::F32}) {
+            if (group == 16 && sdt != DType::BF16) continue;
+            QMat q = group == 16 ? testing::make_nvfp4(37, cols, 2, rng)
+                                 : testing::make_affine(37, cols, 4, group, sdt, 2, rng);
+            if (group == 16) sdt = DType::F8_E4M3;
+            Tiled t = tile(q.view);
+            for (int64_t n_tok : {1, 2, 3, 8, 15, 16, 17, 30}) {
+              const int64_t ldx = cols + 3;
+              auto x = testing::randn_from(size_t(n_tok * ldx), rng);
+              x[1] = 250.f;  // outlier
+              for (int64_t i = 0; i < 32; ++i)
+                x[size_t((n_tok - 1) * ldx + i)] = 0.f;  // zero block
+              const std::string what = std::string(dtype_name(sdt)) + " g" + std::to_string(group) +
+                                       " cols " + std::to_string(cols) + " parts " +
+                                       std::to_string(parts) + " tokens " + std::to_string(n_tok);
+              testing::expect_gemm_twin(t.view, n_tok, 0, 37, parts, x, ldx, what);
+              testing::expect_gemm_twin(t.view, n_tok, 5, 22, parts, x, ldx, what + " rows 5-22");
+              testing::expect_gemm_twin(t.view, n_tok, 33, 37, parts, x, ldx, what + " rows 33-37");
+              const MatView kept = t.view.slice_rows(16, 21), dropped = t.view.slice_rows(3, 30);
+              ASSERT_EQ(kept.tiles, t.view.tiles + t.view.tile_stride);
+              ASSERT_EQ(dropped.tiles, nullptr);
+              testing::expect_gemm_twin(kept, n_tok, 0, 21, parts, x, ldx, what + " slice 16+21");
+              testing::expect_gemm_twin(dropped, n_tok, 2, 30, parts, x, ldx, what + " slice 3+30");
+            }
           }
         }
-      }
+  }
+  set_q4_int8_vbmi_enabled(true);
 }
 
 // NVFP4's factors in one product where scale2 allows it (nvfp4_avx512::folds) and in three where
