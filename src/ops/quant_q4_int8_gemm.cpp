@@ -73,8 +73,7 @@ struct TileRef {
   const uint8_t* fac = nullptr;
   const uint8_t* bias = nullptr;
   float scale2 = 1.f;
-  bool fold = false;  // NVFP4: the factors in one product (nvfp4_avx512::folds)
-  float k128 = 0.f;   // 128 x scale2, that product's factor
+  float k128 = 0.f;  // NVFP4: 128 x scale2 where the factors take one product (folds), else 0
 };
 
 // The 16 lanes of factor group k (elements of kSc) as f32.
@@ -82,7 +81,8 @@ template <DType kSc>
 INK_GEMM512 inline __m512 load_lanes(const TileRef& tr, int64_t k) {
   const uint8_t* base = tr.fac;
   if constexpr (kSc == DType::F8_E4M3) {
-    if (tr.fold) return nvfp4_avx512::folded_factors16(base + k * kRows, _mm512_set1_ps(tr.k128));
+    if (tr.k128 != 0.f)
+      return nvfp4_avx512::folded_factors16(base + k * kRows, _mm512_set1_ps(tr.k128));
     return nvfp4_avx512::half_factors16(base + k * kRows, __mmask16(0xffff),
                                         _mm512_set1_ps(tr.scale2));
   } else if constexpr (kSc == DType::F32) {
@@ -329,16 +329,12 @@ void gemm_tiles(const Scratch& s, int64_t n_tok, const MatView& w, int64_t r0, i
                 int64_t ldy) {
   const int64_t fac_bytes = w.cols / kGroup * kRows * int64_t(dtype_size(kSc));
   const int64_t code_bytes = w.cols / 32 * 4 * 64;
+  const float k128 = kNv && nvfp4_avx512::folds(w.scale2) ? 128.f * w.scale2 : 0.f;
   for (int64_t rb = r0 - r0 % kRows; rb < r1; rb += kRows) {
     const int lo = int(std::max(r0, rb) - rb), hi = int(std::min(r1, rb + kRows) - rb);
     const __mmask16 rmask = __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1));
     const uint8_t* t = w.tiles + (rb / kRows) * w.tile_stride;
-    const TileRef tr{t,
-                     t + code_bytes,
-                     kNv ? nullptr : t + code_bytes + fac_bytes,
-                     w.scale2,
-                     kNv && nvfp4_avx512::folds(w.scale2),
-                     128.f * w.scale2};
+    const TileRef tr{t, t + code_bytes, kNv ? nullptr : t + code_bytes + fac_bytes, w.scale2, k128};
     tile_all_tokens<kNv, kGroup, kParts, kSc, kVbmi>(tr, s.p, s.off.data(), w.cols, n_tok, rb,
                                                      rmask, y, ldy, tile_prefetch());
   }
