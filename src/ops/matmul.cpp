@@ -99,13 +99,17 @@ void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
     for (size_t i = 0; i < n_jobs; ++i) run(jobs[i], 0, jobs[i].w->rows);
     return;
   }
-  // About four blocks per thread over all the rows, in multiples of 16 rows, each within a job;
-  // the last thread-count blocks' worth of rows in quarter blocks, so that the threads finish
-  // together (Inkling 2 Mini decode: the caller waited 13 ms per token for the others at the
-  // end of these jobs, 5.7 ms with the quarter blocks; 1.05x decode, docs/performance.md).
+  // About four blocks per thread over all the rows, in multiples of 16 rows, each within a job.
+  // At one token (decode, memory-bound) the last thread-count blocks' worth of rows go in quarter
+  // blocks, so that the threads finish together (Inkling 2 Mini: the caller waited 13.4 ms per
+  // token for the others at the end of these products, 5.7 ms with the quarter blocks;
+  // docs/performance.md). Several tokens keep whole blocks (compute-bound kernels prepare x per
+  // block, and batched decode measured no better with quarters).
   const int64_t per = std::max<int64_t>(16, (total / (4 * pool->size()) + 15) / 16 * 16);
+  bool decode = true;
+  for (size_t i = 0; i < n_jobs; ++i) decode = decode && jobs[i].n_tok == 1;
   const int64_t quarter = std::max<int64_t>(16, (per / 4 + 15) / 16 * 16);
-  const int64_t tail_from = total - per * pool->size();
+  const int64_t tail_from = decode ? total - per * pool->size() : total;
   struct Block {
     size_t job;
     int64_t r0, r1;
