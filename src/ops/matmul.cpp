@@ -3,7 +3,6 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
-#include <span>
 #include <vector>
 
 #include "ops/formats.h"
@@ -88,9 +87,11 @@ void matmul(const float* x, int64_t n_tok, int64_t ldx, const MatView& w, float*
 void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
   const bool inv = t_row_invariant;
   int64_t total = 0;
+  bool decode = true;  // every job one token
   for (size_t i = 0; i < n_jobs; ++i) {
     if (t_observer) t_observer->on_product(*jobs[i].w, jobs[i].x, jobs[i].n_tok, jobs[i].ldx);
     total += jobs[i].w->rows;
+    decode = decode && jobs[i].n_tok == 1;
   }
   auto run = [&](const MatmulJob& j, int64_t r0, int64_t r1) {
     run_kernel(j.x, j.n_tok, j.ldx, *j.w, r0, r1, j.y, j.ldy, inv);
@@ -104,10 +105,8 @@ void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
   // blocks, so that the threads finish together (Inkling 2 Mini: the caller waited 13.4 ms per
   // token for the others at the end of these products, 5.7 ms with the quarter blocks;
   // docs/performance.md). Several tokens keep whole blocks (compute-bound kernels prepare x per
-  // block, and batched decode measured no better with quarters).
+  // block, and batched decode showed no gain from quarters in a noisy A/B).
   const int64_t per = std::max<int64_t>(16, (total / (4 * pool->size()) + 15) / 16 * 16);
-  bool decode = true;
-  for (size_t i = 0; i < n_jobs; ++i) decode = decode && jobs[i].n_tok == 1;
   const int64_t quarter = std::max<int64_t>(16, (per / 4 + 15) / 16 * 16);
   const int64_t tail_from = decode ? total - per * pool->size() : total;
   struct Block {
@@ -116,13 +115,15 @@ void matmul_many(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
   };
   thread_local std::vector<Block> blocks;  // the caller's; the workers read it by reference
   blocks.clear();
-  for (int64_t before = 0; const MatmulJob& j : std::span(jobs, n_jobs)) {
-    for (int64_t r = 0; r < j.w->rows;) {
+  int64_t before = 0;  // rows of the jobs before job i
+  for (size_t i = 0; i < n_jobs; ++i) {
+    const int64_t rows = jobs[i].w->rows;
+    for (int64_t r = 0; r < rows;) {
       const int64_t step = before + r >= tail_from ? quarter : per;
-      blocks.push_back({size_t(&j - jobs), r, std::min(j.w->rows, r + step)});
+      blocks.push_back({i, r, std::min(rows, r + step)});
       r += step;
     }
-    before += j.w->rows;
+    before += rows;
   }
   std::vector<Block>& bl = blocks;
   pool->parallel_for_chunks(bl.size(), bl.size(), [&](size_t b, size_t e) {
